@@ -1,0 +1,196 @@
+"""The narrow communication interface every mpiflow layer talks to, and its request handle.
+
+A :class:`Communicator` moves the memory of arrays of one array module (numpy for MPI, CuPy
+for NCCL later). It knows nothing of shapes beyond element counts: the public faces
+(:mod:`mpiflow.comm`, :mod:`mpiflow.distributed`) check shapes, and layouts build on it.
+All ranks are ranks *of this communicator*.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
+
+from .reduce_op import ReduceOp
+
+__all__ = ["Communicator", "Work"]
+
+Array = Any  # an array of the communicator's array module
+
+
+class Work:
+    """Handle of a non-blocking operation, as PyTorch's ``Work``: ``wait()`` and ``is_completed()``.
+
+    Example:
+        >>> work = comm.all_reduce(x, async_op=True)
+        >>> work.wait()
+        True
+    """
+
+    __slots__ = ("_done", "_finalize", "_keep", "_requests", "_test_all", "_wait_all")
+
+    def __init__(
+        self,
+        requests: Sequence[Any] = (),
+        finalize: Optional[Callable[[], None]] = None,
+        keep: Any = None,
+        wait_all: Optional[Callable[[Sequence[Any]], None]] = None,
+        test_all: Optional[Callable[[Sequence[Any]], bool]] = None,
+    ) -> None:
+        self._requests = list(requests)
+        self._finalize = finalize
+        self._keep = keep  # buffers that must outlive the operation
+        self._wait_all = wait_all
+        self._test_all = test_all
+        self._done = not self._requests
+        if self._done:
+            self._finish()
+
+    def _finish(self) -> None:
+        self._done = True
+        finalize, self._finalize, self._keep = self._finalize, None, None
+        if finalize is not None:
+            finalize()
+
+    def then(self, step: Callable[[], None]) -> Work:
+        """Run ``step`` once the operation has completed (now, if it already has)."""
+        if self._done:
+            step()
+            return self
+        previous = self._finalize
+        if previous is None:
+            self._finalize = step
+        else:
+            def both() -> None:
+                previous()
+                step()
+
+            self._finalize = both
+        return self
+
+    def is_completed(self) -> bool:
+        """Return True once the operation has finished (its results are then in place)."""
+        if not self._done and self._test_all is not None and self._test_all(self._requests):
+            self._finish()
+        return self._done
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block until the operation finishes; results are in place afterwards.
+
+        Args:
+            timeout: seconds to wait at most; None waits as long as it takes.
+
+        Returns:
+            True.
+
+        Raises:
+            TimeoutError: the operation did not finish within ``timeout`` (it is still pending).
+        """
+        if self._done:
+            return True
+        if timeout is None:
+            assert self._wait_all is not None
+            self._wait_all(self._requests)
+            self._finish()
+            return True
+        deadline = time.monotonic() + timeout
+        while not self.is_completed():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"operation did not complete within {timeout} s")
+            time.sleep(0)
+        return True
+
+    def __repr__(self) -> str:
+        return f"<mpiflow Work {'completed' if self._done else 'pending'}>"
+
+
+class Communicator(abc.ABC):
+    """A group of ranks and the operations between them, on one array module's arrays.
+
+    Buffers are arrays of ``array_module``; reductions and broadcasts are in place. Any
+    operation takes ``async_op``: False blocks and returns None, True returns a :class:`Work`.
+    Counts are in elements; ``send`` buffers of the gathering operations are concatenated in
+    rank order into ``recv``.
+    """
+
+    rank: int
+    size: int
+
+    @property
+    @abc.abstractmethod
+    def array_module(self) -> Any:
+        """The module of the arrays this communicator moves (``numpy``, ``cupy``)."""
+
+    @abc.abstractmethod
+    def barrier(self, async_op: bool = False) -> Optional[Work]:
+        """Block until every rank has entered."""
+
+    @abc.abstractmethod
+    def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
+                   async_op: bool = False) -> Optional[Work]:
+        """Reduce ``buf`` over all ranks, result in ``buf`` everywhere."""
+
+    @abc.abstractmethod
+    def reduce(self, buf: Array, op: ReduceOp, root: int,
+               async_op: bool = False) -> Optional[Work]:
+        """Reduce ``buf`` over all ranks, result in ``buf`` on ``root`` (others unchanged)."""
+
+    @abc.abstractmethod
+    def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Optional[Work]:
+        """Copy ``root``'s ``buf`` into ``buf`` on every rank."""
+
+    @abc.abstractmethod
+    def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+        """Concatenate every rank's ``send`` (equal sizes) into ``recv`` on every rank."""
+
+    @abc.abstractmethod
+    def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
+                     async_op: bool = False) -> Optional[Work]:
+        """As :meth:`all_gather` with rank ``i`` contributing ``counts[i]`` elements."""
+
+    @abc.abstractmethod
+    def gather(self, send: Array, recv: Optional[Array], root: int,
+               async_op: bool = False) -> Optional[Work]:
+        """Concatenate every rank's ``send`` into ``recv`` on ``root`` (None elsewhere)."""
+
+    @abc.abstractmethod
+    def scatter(self, send: Optional[Array], recv: Array, root: int,
+                async_op: bool = False) -> Optional[Work]:
+        """Give rank ``i`` the ``i``-th equal chunk of ``root``'s ``send``."""
+
+    @abc.abstractmethod
+    def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
+                       async_op: bool = False) -> Optional[Work]:
+        """Reduce ``send`` (``size`` equal chunks) and give rank ``i`` chunk ``i``."""
+
+    @abc.abstractmethod
+    def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
+                         op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Optional[Work]:
+        """As :meth:`reduce_scatter` with chunk ``i`` of ``counts[i]`` elements."""
+
+    @abc.abstractmethod
+    def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+        """Send the ``i``-th equal chunk of ``send`` to rank ``i``; receive in rank order."""
+
+    @abc.abstractmethod
+    def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
+                     recv_counts: Sequence[int], async_op: bool = False) -> Optional[Work]:
+        """As :meth:`all_to_all` with per-rank element counts, chunks packed in rank order."""
+
+    @abc.abstractmethod
+    def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Optional[Work]:
+        """Send ``buf`` to rank ``dst``."""
+
+    @abc.abstractmethod
+    def recv(self, buf: Array, src: Optional[int], tag: int = 0) -> int:
+        """Receive into ``buf`` from ``src`` (None: any rank); return the sender's rank."""
+
+    @abc.abstractmethod
+    def irecv(self, buf: Array, src: Optional[int], tag: int = 0) -> Work:
+        """Start receiving into ``buf`` from ``src`` (None: any rank)."""
+
+    @abc.abstractmethod
+    def split(self, ranks: Sequence[int]) -> Optional[Communicator]:
+        """Collectively make a communicator of ``ranks`` (in that order); None on non-members."""

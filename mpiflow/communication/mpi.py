@@ -1,0 +1,337 @@
+"""The MPI implementation of :class:`Communicator`, over mpi4py's buffer (upper-case) API.
+
+Contiguous buffers go straight to MPI with no copy. A non-contiguous view is staged through a
+contiguous copy and, for outputs, written back into the view once the operation completes, so a
+strided view is received in place as far as the caller can tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
+
+import numpy
+from mpi4py import MPI
+
+from .communicator import Array, Communicator, Work
+from .datatypes import reduce_plan
+from .reduce_op import ReduceOp
+
+__all__ = ["MPICommunicator"]
+
+_IN_PLACE = MPI.IN_PLACE
+
+
+def _wait_all(requests: Sequence[MPI.Request]) -> None:
+    MPI.Request.Waitall(list(requests))
+
+
+def _test_all(requests: Sequence[MPI.Request]) -> bool:
+    return bool(MPI.Request.Testall(list(requests)))
+
+
+def _readable(buf: Array) -> Array:
+    return buf if buf.flags.c_contiguous else numpy.ascontiguousarray(buf)
+
+
+def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Optional[Callable[[], None]]]:
+    """Return a contiguous stand-in for ``buf`` and the step that writes it back, if needed."""
+    if buf.flags.c_contiguous:
+        return buf, None
+    stage = numpy.ascontiguousarray(buf) if keep_contents else numpy.empty_like(buf, order="C")
+
+    def write_back() -> None:
+        buf[...] = stage
+
+    return stage, write_back
+
+
+def _chain(*steps: Optional[Callable[[], None]]) -> Optional[Callable[[], None]]:
+    todo = [s for s in steps if s is not None]
+    if not todo:
+        return None
+    if len(todo) == 1:
+        return todo[0]
+
+    def run() -> None:
+        for step in todo:
+            step()
+
+    return run
+
+
+def _displacements(counts: Sequence[int]) -> list[int]:
+    displs, total = [], 0
+    for c in counts:
+        displs.append(total)
+        total += c
+    return displs
+
+
+class MPICommunicator(Communicator):
+    """A :class:`Communicator` over an ``mpi4py.MPI.Comm``, for numpy arrays.
+
+    Args:
+        comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
+
+    Example:
+        >>> c = MPICommunicator(MPI.COMM_WORLD)
+        >>> x = numpy.ones(3)
+        >>> c.all_reduce(x)   # x is now world_size everywhere
+    """
+
+    def __init__(self, comm: Optional[MPI.Comm] = None) -> None:
+        self.mpi_comm: MPI.Comm = MPI.COMM_WORLD if comm is None else comm
+        self.rank = self.mpi_comm.Get_rank()
+        self.size = self.mpi_comm.Get_size()
+        self._allreduce = self.mpi_comm.Allreduce
+        # (dtype, op) pairs that MPI reduces natively with no post-processing: the fast path.
+        self._native: dict[tuple[Any, ReduceOp], MPI.Op] = {}
+
+    @property
+    def array_module(self) -> Any:
+        return numpy
+
+    def __repr__(self) -> str:
+        return f"MPICommunicator(rank={self.rank}, size={self.size})"
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _check_rank(self, rank: int, what: str) -> int:
+        if not isinstance(rank, (int, numpy.integer)) or isinstance(rank, bool):
+            raise TypeError(f"{what} must be an int rank, got {rank!r}")
+        if not 0 <= rank < self.size:
+            raise ValueError(f"{what}={rank} is not a rank of this group (size {self.size})")
+        return int(rank)
+
+    def _check_counts(self, counts: Sequence[int], what: str) -> list[int]:
+        out = [int(c) for c in counts]
+        if len(out) != self.size or any(c < 0 for c in out):
+            raise ValueError(f"{what} must be {self.size} non-negative counts, got {list(counts)}")
+        return out
+
+    @staticmethod
+    def _check_same_dtype(a: Array, b: Array) -> None:
+        if a.dtype != b.dtype:
+            raise TypeError(f"send and receive dtypes differ: {a.dtype} and {b.dtype}")
+
+    def _run(self, blocking: Callable[[], Any], start: Callable[[], MPI.Request],
+             async_op: bool, finalize: Optional[Callable[[], None]], keep: Any = None
+             ) -> Optional[Work]:
+        if async_op:
+            return Work([start()], finalize, keep, _wait_all, _test_all)
+        blocking()
+        if finalize is not None:
+            finalize()
+        return None
+
+    def _average(self, buf: Array) -> Callable[[], None]:
+        size = self.size
+
+        def divide() -> None:
+            target = buf
+            target /= size  # in place, in the buffer's own dtype
+
+        return divide
+
+    # -- collectives ---------------------------------------------------------------------------
+    def barrier(self, async_op: bool = False) -> Optional[Work]:
+        comm = self.mpi_comm
+        return self._run(comm.Barrier, comm.Ibarrier, async_op, None)
+
+    def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
+                   async_op: bool = False) -> Optional[Work]:
+        if not async_op and buf.flags.c_contiguous:
+            mpi_op = self._native.get((buf.dtype, op))
+            if mpi_op is not None:
+                self._allreduce(_IN_PLACE, buf, mpi_op)
+                return None
+        plan = reduce_plan(buf.dtype, op)
+        if plan.datatype is None and not plan.average:
+            self._native[(buf.dtype, op)] = plan.op
+        stage, write_back = _writable(buf, keep_contents=True)
+        spec = plan.spec(stage)
+        comm = self.mpi_comm
+        finalize = _chain(self._average(stage) if plan.average else None, write_back)
+        return self._run(lambda: comm.Allreduce(_IN_PLACE, spec, plan.op),
+                         lambda: comm.Iallreduce(_IN_PLACE, spec, plan.op),
+                         async_op, finalize, stage)
+
+    def reduce(self, buf: Array, op: ReduceOp, root: int,
+               async_op: bool = False) -> Optional[Work]:
+        root = self._check_rank(root, "dst")
+        plan = reduce_plan(buf.dtype, op)
+        comm = self.mpi_comm
+        if self.rank == root:
+            stage, write_back = _writable(buf, keep_contents=True)
+            send, recv = _IN_PLACE, plan.spec(stage)
+            finalize = _chain(self._average(stage) if plan.average else None, write_back)
+        else:
+            stage, finalize = _readable(buf), None
+            send, recv = plan.spec(stage), None
+        return self._run(lambda: comm.Reduce(send, recv, plan.op, root),
+                         lambda: comm.Ireduce(send, recv, plan.op, root),
+                         async_op, finalize, stage)
+
+    def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Optional[Work]:
+        root = self._check_rank(root, "src")
+        if self.rank == root:
+            stage, write_back = _readable(buf), None
+        else:
+            stage, write_back = _writable(buf, keep_contents=False)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Bcast(stage, root), lambda: comm.Ibcast(stage, root),
+                         async_op, write_back, stage)
+
+    def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+        self._check_same_dtype(send, recv)
+        if recv.size != send.size * self.size:
+            raise ValueError(f"all_gather needs {self.size} x {send.size} receive elements, "
+                             f"got {recv.size}")
+        src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Allgather(src, dst), lambda: comm.Iallgather(src, dst),
+                         async_op, write_back, (src, dst))
+
+    def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
+                     async_op: bool = False) -> Optional[Work]:
+        self._check_same_dtype(send, recv)
+        counts = self._check_counts(counts, "counts")
+        if counts[self.rank] != send.size or sum(counts) != recv.size:
+            raise ValueError(f"all_gather_v counts {counts} do not match send size {send.size} "
+                             f"on rank {self.rank} and receive size {recv.size}")
+        src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        spec = [dst, (counts, _displacements(counts))]
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Allgatherv(src, spec), lambda: comm.Iallgatherv(src, spec),
+                         async_op, write_back, (src, dst))
+
+    def gather(self, send: Array, recv: Optional[Array], root: int,
+               async_op: bool = False) -> Optional[Work]:
+        root = self._check_rank(root, "dst")
+        src = _readable(send)
+        dst, write_back = None, None
+        if self.rank == root:
+            if recv is None:
+                raise ValueError("gather needs a receive buffer on the destination rank")
+            self._check_same_dtype(send, recv)
+            if recv.size != send.size * self.size:
+                raise ValueError(f"gather needs {self.size} x {send.size} receive elements on "
+                                 f"the destination, got {recv.size}")
+            dst, write_back = _writable(recv, keep_contents=False)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Gather(src, dst, root), lambda: comm.Igather(src, dst, root),
+                         async_op, write_back, (src, dst))
+
+    def scatter(self, send: Optional[Array], recv: Array, root: int,
+                async_op: bool = False) -> Optional[Work]:
+        root = self._check_rank(root, "src")
+        src = None
+        if self.rank == root:
+            if send is None:
+                raise ValueError("scatter needs a send buffer on the source rank")
+            self._check_same_dtype(send, recv)
+            if send.size != recv.size * self.size:
+                raise ValueError(f"scatter needs {self.size} x {recv.size} send elements on the "
+                                 f"source, got {send.size}")
+            src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Scatter(src, dst, root),
+                         lambda: comm.Iscatter(src, dst, root), async_op, write_back, (src, dst))
+
+    def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
+                       async_op: bool = False) -> Optional[Work]:
+        self._check_same_dtype(send, recv)
+        if send.size != recv.size * self.size:
+            raise ValueError(f"reduce_scatter needs {self.size} x {recv.size} send elements, "
+                             f"got {send.size}")
+        plan = reduce_plan(send.dtype, op)
+        src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        s, r = plan.spec(src), plan.spec(dst)
+        finalize = _chain(self._average(dst) if plan.average else None, write_back)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Reduce_scatter_block(s, r, plan.op),
+                         lambda: comm.Ireduce_scatter_block(s, r, plan.op),
+                         async_op, finalize, (src, dst))
+
+    def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
+                         op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Optional[Work]:
+        self._check_same_dtype(send, recv)
+        counts = self._check_counts(counts, "counts")
+        if counts[self.rank] != recv.size or sum(counts) != send.size:
+            raise ValueError(f"reduce_scatter_v counts {counts} do not match receive size "
+                             f"{recv.size} on rank {self.rank} and send size {send.size}")
+        plan = reduce_plan(send.dtype, op)
+        src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        s, r = plan.spec(src), plan.spec(dst)
+        finalize = _chain(self._average(dst) if plan.average else None, write_back)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Reduce_scatter(s, r, counts, plan.op),
+                         lambda: comm.Ireduce_scatter(s, r, counts, plan.op),
+                         async_op, finalize, (src, dst))
+
+    def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+        self._check_same_dtype(send, recv)
+        if send.size != recv.size or send.size % self.size:
+            raise ValueError(f"all_to_all needs equal send and receive sizes divisible by "
+                             f"{self.size}, got {send.size} and {recv.size}")
+        src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Alltoall(src, dst), lambda: comm.Ialltoall(src, dst),
+                         async_op, write_back, (src, dst))
+
+    def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
+                     recv_counts: Sequence[int], async_op: bool = False) -> Optional[Work]:
+        self._check_same_dtype(send, recv)
+        scounts = self._check_counts(send_counts, "send_counts")
+        rcounts = self._check_counts(recv_counts, "recv_counts")
+        if sum(scounts) != send.size or sum(rcounts) != recv.size:
+            raise ValueError(f"all_to_all_v counts ({sum(scounts)} sent, {sum(rcounts)} "
+                             f"received) do not match buffer sizes {send.size} and {recv.size}")
+        src = _readable(send)
+        dst, write_back = _writable(recv, keep_contents=False)
+        s = [src, (scounts, _displacements(scounts))]
+        r = [dst, (rcounts, _displacements(rcounts))]
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Alltoallv(s, r), lambda: comm.Ialltoallv(s, r),
+                         async_op, write_back, (src, dst))
+
+    # -- point to point ------------------------------------------------------------------------
+    def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Optional[Work]:
+        dst = self._check_rank(dst, "dst")
+        src = _readable(buf)
+        comm = self.mpi_comm
+        return self._run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
+                         async_op, None, src)
+
+    def recv(self, buf: Array, src: Optional[int], tag: int = 0) -> int:
+        source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
+        dst, write_back = _writable(buf, keep_contents=False)
+        status = MPI.Status()
+        self.mpi_comm.Recv(dst, source, tag, status)
+        if write_back is not None:
+            write_back()
+        return int(status.Get_source())
+
+    def irecv(self, buf: Array, src: Optional[int], tag: int = 0) -> Work:
+        source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
+        dst, write_back = _writable(buf, keep_contents=False)
+        request = self.mpi_comm.Irecv(dst, source, tag)
+        return Work([request], write_back, dst, _wait_all, _test_all)
+
+    # -- groups --------------------------------------------------------------------------------
+    def split(self, ranks: Sequence[int]) -> Optional[MPICommunicator]:
+        members = [self._check_rank(r, "rank") for r in ranks]
+        if len(set(members)) != len(members) or not members:
+            raise ValueError(f"group ranks must be distinct and non-empty, got {list(ranks)}")
+        group = self.mpi_comm.Get_group().Incl(members)
+        try:
+            comm = self.mpi_comm.Create(group)
+        finally:
+            group.Free()
+        return None if comm == MPI.COMM_NULL else MPICommunicator(comm)

@@ -1,0 +1,85 @@
+"""Reduction operators of the collectives, with their identity elements and dtype rules."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy
+
+__all__ = ["ReduceOp", "check_reduce_dtype"]
+
+
+class ReduceOp(enum.Enum):
+    """A reduction of the collectives, as ``torch.distributed.ReduceOp``.
+
+    Example:
+        >>> ReduceOp.SUM.identity(numpy.dtype("float32"))
+        0.0
+    """
+
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+
+    def __repr__(self) -> str:
+        return f"ReduceOp.{self.name}"
+
+    @property
+    def is_bitwise(self) -> bool:
+        return self in _BITWISE
+
+    def identity(self, dtype: Any) -> Any:
+        """Return the value ``v`` such that reducing ``v`` with any ``x`` gives ``x``.
+
+        Args:
+            dtype: a numpy dtype (or anything ``numpy.dtype`` accepts).
+
+        Returns:
+            A Python or numpy scalar of that dtype's kind.
+        """
+        dt = numpy.dtype(dtype)
+        if self in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.BOR, ReduceOp.BXOR):
+            return dt.type(0)
+        if self is ReduceOp.PRODUCT:
+            return dt.type(1)
+        if self is ReduceOp.BAND:
+            return dt.type(True) if dt.kind == "b" else dt.type(~dt.type(0))
+        big = self is ReduceOp.MIN
+        if dt.kind == "b":
+            return dt.type(big)
+        if dt.kind in "iu":
+            info = numpy.iinfo(dt)
+            return dt.type(info.max if big else info.min)
+        return dt.type(numpy.inf if big else -numpy.inf)
+
+
+_BITWISE = frozenset({ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR})
+
+
+def check_reduce_dtype(op: ReduceOp, dtype: Any) -> None:
+    """Raise ``TypeError`` when ``op`` is undefined for ``dtype``, as PyTorch does.
+
+    Args:
+        op: the reduction.
+        dtype: the numpy dtype of the buffer.
+    """
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"op must be a mpiflow ReduceOp, got {op!r}")
+    kind = numpy.dtype(dtype).kind
+    if kind not in "biufc":
+        raise TypeError(f"collectives need a numeric or bool dtype, got {numpy.dtype(dtype)}")
+    if op is ReduceOp.AVG and kind not in "fc":
+        raise TypeError(
+            f"ReduceOp.AVG needs a floating point or complex dtype, got {numpy.dtype(dtype)} "
+            "(PyTorch refuses it too); reduce with SUM and divide, or cast first"
+        )
+    if op in _BITWISE and kind not in "biu":
+        raise TypeError(f"{op!r} needs an integer or bool dtype, got {numpy.dtype(dtype)}")
+    if op in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
+        raise TypeError(f"{op!r} is undefined for complex dtype {numpy.dtype(dtype)}")

@@ -1,0 +1,389 @@
+"""Collectives and point-to-point with PyTorch's ``torch.distributed`` signatures and semantics.
+
+Every function takes numpy arrays or mpiflow tensors, works in place where PyTorch does, and
+checks its arguments on the calling rank before anything is sent: a wrong rank, a list of the
+wrong length or a mismatched shape raises ``ValueError``, a wrong type or an op the dtype lacks
+raises ``TypeError``. ``src``/``dst`` are world ranks; ``group=None`` is the whole world, and on
+a rank outside ``group`` every call does nothing (as in PyTorch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
+
+import numpy
+
+from .._arrays import as_buffer, as_buffer_list
+from ..communication import Communicator, ReduceOp, Work
+from ..communication.group import ProcessGroup, world_comm, world_group
+
+__all__ = [
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "gather",
+    "irecv",
+    "isend",
+    "recv",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "send",
+]
+
+_ndarray = numpy.ndarray
+
+
+def resolve_group(group: Optional[ProcessGroup]) -> ProcessGroup:
+    """Return ``group``, or the world group for None, checking its type."""
+    if group is None:
+        return world_group
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a group from new_group() or None, got {group!r}")
+    return group
+
+
+def _skipped(async_op: bool) -> Optional[Work]:
+    return Work() if async_op else None
+
+
+def _finish(work: Optional[Work], async_op: bool, post: Optional[Callable[[], None]]
+            ) -> Optional[Work]:
+    if async_op:
+        assert work is not None
+        return work if post is None else work.then(post)
+    if post is not None:
+        post()
+    return None
+
+
+def _check_like(bufs: Sequence[Any], size: int, like: Any, what: str) -> None:
+    if len(bufs) != size:
+        raise ValueError(f"{what} must have one entry per rank of the group ({size}), "
+                         f"got {len(bufs)}")
+    for i, b in enumerate(bufs):
+        if b.shape != like.shape:
+            raise ValueError(f"{what}[{i}] has shape {tuple(b.shape)}, expected "
+                             f"{tuple(like.shape)}")
+        if b.dtype != like.dtype:
+            raise TypeError(f"{what}[{i}] has dtype {b.dtype}, expected {like.dtype}")
+
+
+def _copy_out(outs: Sequence[Any], stage: Any) -> Callable[[], None]:
+    def post() -> None:
+        for out, part in zip(outs, stage):
+            out[...] = part
+
+    return post
+
+
+def _stack(comm: Communicator, bufs: Sequence[Any], like: Any) -> Any:
+    stage = comm.array_module.empty((len(bufs), *like.shape), dtype=like.dtype)
+    for i, b in enumerate(bufs):
+        stage[i] = b
+    return stage
+
+
+def _check_concat_shape(big: Any, small: Any, size: int, what: str) -> None:
+    stacked = (size, *small.shape)
+    concat = (size * small.shape[0], *small.shape[1:]) if small.ndim else stacked
+    if tuple(big.shape) not in (stacked, concat):
+        raise ValueError(f"{what} has shape {tuple(big.shape)}; with {size} ranks it must be "
+                         f"{concat} (concatenated) or {stacked} (stacked)")
+    if big.dtype != small.dtype:
+        raise TypeError(f"{what} has dtype {big.dtype}, expected {small.dtype}")
+
+
+def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Optional[ProcessGroup] = None,
+               async_op: bool = False) -> Optional[Work]:
+    """Reduce ``tensor`` over the group, in place on every rank.
+
+    Args:
+        tensor: array or tensor; holds the result afterwards.
+        op: a :class:`ReduceOp` (AVG needs a floating dtype; bitwise ops an integer one).
+        group: the group, None for the world.
+        async_op: return a :class:`Work` instead of blocking.
+
+    Example:
+        >>> x = numpy.ones(3)
+        >>> dist.all_reduce(x)        # x == world_size everywhere
+    """
+    if group is None:
+        comm: Optional[Communicator] = world_comm
+    else:
+        comm = resolve_group(group).comm
+        if comm is None:
+            return _skipped(async_op)
+    buf = tensor if type(tensor) is _ndarray else as_buffer(tensor)
+    return comm.all_reduce(buf, op, async_op)
+
+
+def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
+              async_op: bool = False) -> Optional[Work]:
+    """Copy world rank ``src``'s ``tensor`` into ``tensor`` on every rank of the group."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    root = g.group_rank(src, "src")
+    return g.comm.broadcast(as_buffer(tensor), root, async_op)
+
+
+def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
+           group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    """Reduce ``tensor`` over the group into ``tensor`` on ``dst`` (others keep theirs)."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    root = g.group_rank(dst, "dst")
+    return g.comm.reduce(as_buffer(tensor), op, root, async_op)
+
+
+def all_gather(tensor_list: list[Any], tensor: Any, group: Optional[ProcessGroup] = None,
+               async_op: bool = False) -> Optional[Work]:
+    """Fill ``tensor_list[i]`` with rank ``i``'s ``tensor`` on every rank of the group.
+
+    Example:
+        >>> out = [numpy.empty(2) for _ in range(dist.get_world_size())]
+        >>> dist.all_gather(out, numpy.full(2, dist.get_rank()))
+    """
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    buf = as_buffer(tensor)
+    outs = as_buffer_list(tensor_list, "tensor_list")
+    _check_like(outs, comm.size, buf, "tensor_list")
+    stage = comm.array_module.empty((comm.size, *buf.shape), dtype=buf.dtype)
+    work = comm.all_gather(buf, stage, async_op)
+    return _finish(work, async_op, _copy_out(outs, stage))
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
+                           group: Optional[ProcessGroup] = None,
+                           async_op: bool = False) -> Optional[Work]:
+    """Gather every rank's ``input_tensor`` into ``output_tensor``, concatenated or stacked.
+
+    ``output_tensor`` has shape ``(world * n, ...)`` or ``(world, n, ...)`` for an input of
+    shape ``(n, ...)``.
+    """
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    out, inp = as_buffer(output_tensor, "output_tensor"), as_buffer(input_tensor, "input_tensor")
+    _check_concat_shape(out, inp, g.comm.size, "output_tensor")
+    return g.comm.all_gather(inp, out, async_op)
+
+
+def gather(tensor: Any, gather_list: Optional[list[Any]] = None, dst: int = 0,
+           group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    """Collect every rank's ``tensor`` into ``gather_list`` on ``dst`` (ignored elsewhere)."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    root = g.group_rank(dst, "dst")
+    buf = as_buffer(tensor)
+    stage, post = None, None
+    if comm.rank == root:
+        if gather_list is None:
+            raise ValueError("gather_list is required on the destination rank")
+        outs = as_buffer_list(gather_list, "gather_list")
+        _check_like(outs, comm.size, buf, "gather_list")
+        stage = comm.array_module.empty((comm.size, *buf.shape), dtype=buf.dtype)
+        post = _copy_out(outs, stage)
+    work = comm.gather(buf, stage, root, async_op)
+    return _finish(work, async_op, post)
+
+
+def scatter(tensor: Any, scatter_list: Optional[list[Any]] = None, src: int = 0,
+            group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    """Give rank ``i`` the array ``scatter_list[i]`` of ``src``, into ``tensor``."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    root = g.group_rank(src, "src")
+    buf = as_buffer(tensor)
+    send = None
+    if comm.rank == root:
+        if scatter_list is None:
+            raise ValueError("scatter_list is required on the source rank")
+        ins = as_buffer_list(scatter_list, "scatter_list")
+        _check_like(ins, comm.size, buf, "scatter_list")
+        send = _stack(comm, ins, buf)
+    return comm.scatter(send, buf, root, async_op)
+
+
+def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.SUM,
+                   group: Optional[ProcessGroup] = None, async_op: bool = False
+                   ) -> Optional[Work]:
+    """Reduce ``input_list[i]`` over the group into ``output`` on rank ``i``."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    out = as_buffer(output, "output")
+    ins = as_buffer_list(input_list, "input_list")
+    _check_like(ins, g.comm.size, out, "input_list")
+    return g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
+                          group: Optional[ProcessGroup] = None, async_op: bool = False
+                          ) -> Optional[Work]:
+    """Reduce ``input`` (``world`` chunks along dim 0, or stacked) and keep chunk ``rank``.
+
+    Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
+    """
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    out, inp = as_buffer(output, "output"), as_buffer(input, "input")
+    _check_concat_shape(inp, out, g.comm.size, "input")
+    return g.comm.reduce_scatter(inp, out, op, async_op)
+
+
+def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
+               group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    """Send ``input_tensor_list[i]`` to rank ``i``; receive rank ``i``'s into
+    ``output_tensor_list[i]``. Entries may differ in size."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    outs = as_buffer_list(output_tensor_list, "output_tensor_list")
+    ins = as_buffer_list(input_tensor_list, "input_tensor_list")
+    for what, bufs in (("output_tensor_list", outs), ("input_tensor_list", ins)):
+        if len(bufs) != comm.size:
+            raise ValueError(f"{what} must have one entry per rank of the group ({comm.size}), "
+                             f"got {len(bufs)}")
+    dtypes = {b.dtype for b in outs + ins}
+    if len(dtypes) > 1:
+        raise TypeError(f"all_to_all needs one dtype for every entry, got {sorted(map(str, dtypes))}")
+    xp, dtype = comm.array_module, ins[0].dtype
+    send_counts = [b.size for b in ins]
+    recv_counts = [b.size for b in outs]
+    send = xp.concatenate([b.reshape(-1) for b in ins]) if ins else xp.empty(0, dtype)
+    stage = xp.empty(sum(recv_counts), dtype=dtype)
+    if len(set(send_counts)) == 1 and send_counts == recv_counts:
+        work = comm.all_to_all(send, stage, async_op)
+    else:
+        work = comm.all_to_all_v(send, send_counts, stage, recv_counts, async_op)
+
+    def post() -> None:
+        offset = 0
+        for out in outs:
+            out[...] = stage[offset:offset + out.size].reshape(out.shape)
+            offset += out.size
+
+    return _finish(work, async_op, post)
+
+
+def _split_counts(splits: Optional[Sequence[int]], rows: int, row: int, size: int,
+                  what: str) -> list[int]:
+    if splits is None:
+        if rows % size:
+            raise ValueError(f"{what}: dim 0 ({rows}) is not divisible by the group size "
+                             f"({size}); pass split sizes")
+        return [rows // size * row] * size
+    splits = [int(s) for s in splits]
+    if len(splits) != size or any(s < 0 for s in splits) or sum(splits) != rows:
+        raise ValueError(f"{what} must be {size} non-negative sizes summing to dim 0 ({rows}), "
+                         f"got {splits}")
+    return [s * row for s in splits]
+
+
+def all_to_all_single(output: Any, input: Any,
+                      output_split_sizes: Optional[Sequence[int]] = None,
+                      input_split_sizes: Optional[Sequence[int]] = None,
+                      group: Optional[ProcessGroup] = None,
+                      async_op: bool = False) -> Optional[Work]:
+    """Split ``input`` along dim 0 and send piece ``i`` to rank ``i``; receive into ``output``.
+
+    Without split sizes, dim 0 is split evenly; otherwise piece ``i`` has
+    ``input_split_sizes[i]`` rows and rank ``i``'s piece lands as ``output_split_sizes[i]`` rows.
+    """
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    out, inp = as_buffer(output, "output"), as_buffer(input, "input")
+    if out.ndim == 0 or inp.ndim == 0:
+        raise ValueError("all_to_all_single needs arrays with at least one dimension")
+    if out.dtype != inp.dtype:
+        raise TypeError(f"output dtype {out.dtype} differs from input dtype {inp.dtype}")
+    in_row = int(numpy.prod(inp.shape[1:]))
+    out_row = int(numpy.prod(out.shape[1:]))
+    if output_split_sizes is None and input_split_sizes is None:
+        if out.size != inp.size:
+            raise ValueError(f"output has {out.size} elements, input {inp.size}; without split "
+                             "sizes they must match")
+        _split_counts(None, inp.shape[0], in_row, comm.size, "input")
+        return comm.all_to_all(inp, out, async_op)
+    scounts = _split_counts(input_split_sizes, inp.shape[0], in_row, comm.size,
+                            "input_split_sizes")
+    rcounts = _split_counts(output_split_sizes, out.shape[0], out_row, comm.size,
+                            "output_split_sizes")
+    return comm.all_to_all_v(inp, scounts, out, rcounts, async_op)
+
+
+def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False,
+            device_ids: Optional[list[int]] = None) -> Optional[Work]:
+    """Block until every rank of the group has entered."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    return g.comm.barrier(async_op)
+
+
+def _peer(g: ProcessGroup, rank: int, what: str) -> int:
+    peer = g.group_rank(rank, what)
+    assert g.comm is not None
+    if peer == g.comm.rank:
+        raise ValueError(f"{what}={rank} is this process's own rank; send/recv need another rank")
+    return peer
+
+
+def send(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> None:
+    """Send ``tensor`` to world rank ``dst`` (blocking)."""
+    g = resolve_group(group)
+    if g.comm is not None:
+        g.comm.send(as_buffer(tensor), _peer(g, dst, "dst"), tag)
+
+
+def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> Work:
+    """Start sending ``tensor`` to world rank ``dst``; returns a :class:`Work`."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return Work()
+    work = g.comm.send(as_buffer(tensor), _peer(g, dst, "dst"), tag, async_op=True)
+    assert work is not None
+    return work
+
+
+def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
+         tag: int = 0) -> int:
+    """Receive into ``tensor`` from world rank ``src`` (None: any); return the sender's rank.
+
+    Returns -1 on a rank outside ``group``.
+    """
+    g = resolve_group(group)
+    if g.comm is None:
+        return -1
+    source = None if src is None else _peer(g, src, "src")
+    return g.ranks[g.comm.recv(as_buffer(tensor), source, tag)]
+
+
+def irecv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
+          tag: int = 0) -> Work:
+    """Start receiving into ``tensor`` from world rank ``src`` (None: any); returns a Work."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return Work()
+    source = None if src is None else _peer(g, src, "src")
+    return g.comm.irecv(as_buffer(tensor), source, tag)

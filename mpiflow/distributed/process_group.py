@@ -1,0 +1,156 @@
+"""Process-group management with PyTorch's names: init, ranks, sizes, groups, backends.
+
+MPI is initialized when mpiflow is imported, so the world group always exists and
+``init_process_group`` only records the backend and checks what the caller claims; calling it
+twice is harmless. ``is_initialized()`` is True whenever mpiflow is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..communication.group import ProcessGroup, world_group
+from ..communication.group import new_group as _new_group
+from .collectives import resolve_group
+
+__all__ = [
+    "Backend",
+    "destroy_process_group",
+    "get_backend",
+    "get_global_rank",
+    "get_process_group_ranks",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "is_available",
+    "is_initialized",
+    "is_mpi_available",
+    "is_nccl_available",
+    "new_group",
+]
+
+
+class Backend:
+    """Names of the backends ``init_process_group`` accepts."""
+
+    MPI = "mpi"
+    NCCL = "nccl"
+    GLOO = "gloo"
+
+
+_KNOWN_BACKENDS = (Backend.MPI, Backend.NCCL, Backend.GLOO)
+_backend = Backend.MPI
+
+
+class group:  # noqa: N801 - PyTorch's spelling: dist.group.WORLD
+    """Namespace of the default groups: ``group.WORLD``."""
+
+    WORLD = world_group
+
+
+def is_available() -> bool:
+    """Return True: mpiflow's distributed package is always usable."""
+    return True
+
+
+def is_mpi_available() -> bool:
+    """Return True: mpiflow always runs on MPI."""
+    return True
+
+
+def is_nccl_available() -> bool:
+    """Return whether CuPy's NCCL bindings can be imported."""
+    try:
+        from cupy.cuda import nccl  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def init_process_group(backend: Optional[str] = None, init_method: Optional[str] = None,
+                       timeout: Any = None, world_size: int = -1, rank: int = -1,
+                       store: Any = None, group_name: str = "", pg_options: Any = None,
+                       device_id: Any = None) -> None:
+    """Start the default group, as ``torch.distributed.init_process_group``.
+
+    MPI's launcher already decided ranks and size; ``world_size``/``rank``, when given, are
+    checked against it. ``init_method`` and ``store`` are not needed and are ignored.
+
+    Args:
+        backend: "mpi", "nccl", "gloo" or None (mpi).
+        world_size: expected number of processes, or -1.
+        rank: expected rank of this process, or -1.
+
+    Example:
+        >>> dist.init_process_group(backend="mpi")
+        >>> dist.is_initialized()
+        True
+    """
+    global _backend
+    name = Backend.MPI if backend is None else str(backend).lower()
+    if name not in _KNOWN_BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; mpiflow accepts {', '.join(_KNOWN_BACKENDS)}")
+    if world_size not in (-1, None) and int(world_size) != world_group.size():
+        raise ValueError(f"world_size={world_size} but the job was launched with "
+                         f"{world_group.size()} processes")
+    if rank not in (-1, None) and int(rank) != world_group.rank():
+        raise ValueError(f"rank={rank} but MPI gave this process rank {world_group.rank()}")
+    _backend = name
+
+
+def is_initialized() -> bool:
+    """Return True: the default group exists as soon as mpiflow is imported."""
+    return True
+
+
+def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
+    """Release a group made by :func:`new_group` (the world group stays usable)."""
+    if group is None or group is world_group:
+        return
+    comm = resolve_group(group).comm
+    free = getattr(getattr(comm, "mpi_comm", None), "Free", None)
+    if free is not None:
+        free()
+    group.comm = None
+
+
+def get_backend(group: Optional[ProcessGroup] = None) -> str:
+    """Return the backend name given to :func:`init_process_group` ("mpi" by default)."""
+    resolve_group(group)
+    return _backend
+
+
+def get_rank(group: Optional[ProcessGroup] = None) -> int:
+    """Return this process's rank in ``group`` (the world by default), -1 outside it."""
+    return resolve_group(group).rank()
+
+
+def get_world_size(group: Optional[ProcessGroup] = None) -> int:
+    """Return the number of ranks in ``group`` (the world by default), -1 outside it."""
+    g = resolve_group(group)
+    return g.size() if g.is_member else -1
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    """Translate a rank of ``group`` into a world rank."""
+    g = resolve_group(group)
+    if not 0 <= group_rank < g.size():
+        raise ValueError(f"group_rank={group_rank} is not a rank of {g.describe()}")
+    return g.ranks[group_rank]
+
+
+def get_process_group_ranks(group: ProcessGroup) -> list[int]:
+    """Return the world ranks of ``group`` in group-rank order."""
+    return list(resolve_group(group).ranks)
+
+
+def new_group(ranks: Optional[list[int]] = None, timeout: Any = None, backend: Optional[str] = None,
+              pg_options: Any = None, **kwargs: Any) -> ProcessGroup:
+    """Make a group of world ``ranks`` (None: all). Every rank of the world must call it.
+
+    Example:
+        >>> evens = dist.new_group([r for r in range(dist.get_world_size()) if r % 2 == 0])
+        >>> dist.all_reduce(x, group=evens)   # a no-op on odd ranks
+    """
+    return _new_group(ranks)
