@@ -42,6 +42,7 @@ _DATA_TAG = 32003
 _MAX_DIMS = 64
 # dtypes that can cross the wire in a metadata message, by their index here.
 _WIRE_DTYPES = [numpy.dtype(c) for c in "?bhilqBHILQefdgFDG"]
+_SUM = ReduceOp.SUM  # Enum attribute lookups cost more than a module global on the hot path
 
 
 def all_reduce(tensor: Any) -> None:
@@ -51,7 +52,7 @@ def all_reduce(tensor: Any) -> None:
         tensor: array or tensor; holds the sum afterwards on every rank.
     """
     buf = tensor if type(tensor) is numpy.ndarray else as_buffer(tensor)
-    world_comm.all_reduce(buf, ReduceOp.SUM)
+    world_comm.all_reduce(buf, _SUM)
 
 
 def all_gather(tensor_list: list[Any], tensor: Any) -> None:

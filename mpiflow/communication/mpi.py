@@ -85,8 +85,9 @@ class MPICommunicator(Communicator):
         self.rank = self.mpi_comm.Get_rank()
         self.size = self.mpi_comm.Get_size()
         self._allreduce = self.mpi_comm.Allreduce
-        # (dtype, op) pairs that MPI reduces natively with no post-processing: the fast path.
-        self._native: dict[tuple[Any, ReduceOp], MPI.Op] = {}
+        # op -> dtype -> MPI op, for the pairs MPI reduces natively with no post-processing:
+        # the fast path of all_reduce.
+        self._native: dict[ReduceOp, dict[Any, MPI.Op]] = {op: {} for op in ReduceOp}
 
     @property
     def array_module(self) -> Any:
@@ -140,14 +141,16 @@ class MPICommunicator(Communicator):
 
     def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
                    async_op: bool = False) -> Optional[Work]:
-        if not async_op and buf.flags.c_contiguous:
-            mpi_op = self._native.get((buf.dtype, op))
-            if mpi_op is not None:
-                self._allreduce(_IN_PLACE, buf, mpi_op)
-                return None
+        if not async_op:
+            native = self._native.get(op)
+            if native is not None and buf.flags.c_contiguous:
+                mpi_op = native.get(buf.dtype)
+                if mpi_op is not None:
+                    self._allreduce(_IN_PLACE, buf, mpi_op)
+                    return None
         plan = reduce_plan(buf.dtype, op)
         if plan.datatype is None and not plan.average:
-            self._native[(buf.dtype, op)] = plan.op
+            self._native[op][buf.dtype] = plan.op
         stage, write_back = _writable(buf, keep_contents=True)
         spec = plan.spec(stage)
         comm = self.mpi_comm

@@ -27,6 +27,10 @@ class ReduceOp(enum.Enum):
     BOR = "bor"
     BXOR = "bxor"
 
+    # Members are singletons: identity hashing is exact and much cheaper than Enum's
+    # name-based hash on the hot path of every reduction.
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"ReduceOp.{self.name}"
 
