@@ -1,0 +1,16 @@
+# Sourced by the scripts: make .venv in the checkout (once) and install mpiflow with the extras
+# given in $MPIFLOW_EXTRAS. Set MPIFLOW_PYTHON to choose the interpreter that creates it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+VENV="${MPIFLOW_VENV:-.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+  "${MPIFLOW_PYTHON:-python3}" -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[${MPIFLOW_EXTRAS}]"
+# The mpiexec that belongs to mpi4py's MPI: the mpich wheel's in the venv, unless overridden.
+MPIEXEC="${MPIEXEC:-$VENV/bin/mpiexec}"
+if [ ! -x "$MPIEXEC" ]; then
+  MPIEXEC="$(command -v mpiexec)"
+fi
+export PATH="$PWD/$VENV/bin:$PATH"

@@ -1,0 +1,47 @@
+"""Helpers shared by the tests: per-rank data and running a separate mpiexec job."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy
+
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+_LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "MV2_", "SLURM_")
+
+
+def rank_data(shape: tuple[int, ...], dtype: object, rank: int, salt: int = 0) -> numpy.ndarray:
+    """Deterministic data that differs by rank; small values keep float16 and int8 sums exact."""
+    count = int(numpy.prod(shape, dtype=numpy.int64))
+    base = (numpy.arange(count) * 7 + rank * 3 + salt) % 5 + 1
+    dt = numpy.dtype(dtype)
+    if dt.kind == "b":
+        return ((base + rank) % 2 == 0).reshape(shape)
+    if dt.kind == "c":
+        return (base + 1j * (base % 3)).astype(dt).reshape(shape)
+    return base.astype(dt).reshape(shape)
+
+
+@dataclass
+class Job:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def run_job(ranks: int, code: str, timeout: float = 60, env: dict[str, str] | None = None,
+            launcher: list[str] | None = None) -> Job:
+    """Run ``code`` as a Python program under ``mpiexec -n ranks`` (or ``launcher``), bounded."""
+    cmd = (launcher if launcher is not None else [MPIEXEC, "-n", str(ranks)])
+    cmd = [*cmd, sys.executable, "-c", code]
+    # The launcher's variables of the job running the tests must not leak into the new job.
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    full_env.update(env or {})
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    return Job(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
