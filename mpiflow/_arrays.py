@@ -7,7 +7,8 @@ write into the caller's object.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy
 

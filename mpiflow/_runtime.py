@@ -7,6 +7,7 @@ later queries such as :func:`mpiflow.env.get_local_rank` never communicate and c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -14,7 +15,6 @@ import threading
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Optional
 
 from mpi4py import MPI
 
@@ -22,10 +22,10 @@ __all__ = ["Topology", "LauncherMismatchError", "topology", "world", "install_ab
 
 # Environment variables through which launchers announce the job size, by launcher.
 _LAUNCHER_SIZE_VARS = (
-    ("PMI_SIZE", "an MPICH-family mpiexec (Hydra) or srun with PMI"),
-    ("OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun/mpiexec"),
-    ("MV2_COMM_WORLD_SIZE", "MVAPICH's mpirun_rsh"),
-    ("PMIX_SIZE", "a PMIx launcher"),
+    ("PMI_SIZE", "set by an MPICH-family mpiexec (Hydra) or srun with PMI"),
+    ("OMPI_COMM_WORLD_SIZE", "set by Open MPI's mpirun/mpiexec"),
+    ("MV2_COMM_WORLD_SIZE", "set by MVAPICH's mpirun_rsh"),
+    ("PMIX_SIZE", "set by a PMIx launcher"),
 )
 # Slurm's batch step and "extern" step use these step ids; a batch script itself is one process.
 _SLURM_SPECIAL_STEPS = {"4294967290", "4294967291", "4294967292", "4294967293", "4294967294",
@@ -48,7 +48,7 @@ class Topology:
     node_size: int
 
 
-def launcher_size(environ: Optional[dict[str, str]] = None) -> tuple[int, str]:
+def launcher_size(environ: dict[str, str] | None = None) -> tuple[int, str]:
     """Return the job size the launcher announced in the environment, and who announced it.
 
     Returns ``(0, "")`` when no known launcher variable is set.
@@ -57,35 +57,38 @@ def launcher_size(environ: Optional[dict[str, str]] = None) -> tuple[int, str]:
     for var, who in _LAUNCHER_SIZE_VARS:
         value = env.get(var, "")
         if value.isdigit():
-            return int(value), f"{var}={value} ({who})"
+            return int(value), f"{var}={value}, {who}"
     step = env.get("SLURM_STEP_ID", "")
     tasks = env.get("SLURM_STEP_NUM_TASKS", "")
     if tasks.isdigit() and step and step not in _SLURM_SPECIAL_STEPS:
-        return int(tasks), f"SLURM_STEP_NUM_TASKS={tasks} (srun)"
+        return int(tasks), f"SLURM_STEP_NUM_TASKS={tasks}, set by srun"
     return 0, ""
 
 
 def mismatch_message(announced: int, who: str) -> str:
     """Explain a launcher/MPI-library mismatch and how to fix it."""
-    library = MPI.Get_library_version().strip().splitlines()[0]
-    mpiexec = shutil.which("mpiexec") or "(none on PATH)"
+    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    on_path = shutil.which("mpiexec")
     own = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    hint = (
-        f"  * use the mpiexec that belongs to this MPI library; if it is the `mpich` wheel's, that is\n"
-        f"    {own}\n" if os.path.exists(own) else ""
-    )
-    return (
-        f"mpiflow: the launcher started {announced} processes ({who}), but the MPI library that\n"
-        f"mpi4py loaded ({library}) sees only this one process (world size 1).\n"
-        f"The `mpiexec` used to start the job ({mpiexec}) does not belong to that MPI library, so\n"
-        f"every process believes it is rank 0 of 1. To fix it, either\n"
-        f"{hint}"
-        f"  * or make mpi4py load the MPI library of that mpiexec: set MPI4PY_LIBMPI to its libmpi.so\n"
-        f"    (e.g. MPI4PY_LIBMPI=$(dirname $(which mpiexec))/../lib/libmpi.so), or install mpi4py\n"
-        f"    against it (`pip install --no-binary mpi4py mpi4py`).\n"
-        f"`python -m mpiflow info` shows which MPI library is in use. Set MPIFLOW_IGNORE_LAUNCHER=1\n"
-        f"to skip this check."
-    )
+    lines = [
+        f"mpiflow: the launcher started {announced} processes ({who}), but the MPI library",
+        f"that mpi4py loaded ({library}) sees this process alone (world size 1).",
+        "The launcher does not belong to that MPI library, so every process believes it is",
+        "rank 0 of 1" + (f" (the mpiexec on PATH is {on_path})." if on_path else "."),
+        "To fix it, either",
+    ]
+    if os.path.exists(own):
+        lines.append(f"  * launch with the mpiexec of mpi4py's MPI library: {own}")
+    else:
+        lines.append("  * launch with the mpiexec that belongs to mpi4py's MPI library,")
+    lines += [
+        "  * or make mpi4py load the launcher's MPI library: set MPI4PY_LIBMPI to its libmpi.so",
+        "    (e.g. MPI4PY_LIBMPI=$(dirname $(which mpiexec))/../lib/libmpi.so), or build mpi4py",
+        "    against it (pip install --no-binary mpi4py mpi4py).",
+        "`python -m mpiflow info` names the MPI library in use; MPIFLOW_IGNORE_LAUNCHER=1 skips",
+        "this check.",
+    ]
+    return "\n".join(lines)
 
 
 def _check_launcher(comm: MPI.Comm) -> None:
@@ -114,7 +117,7 @@ def _discover_topology(comm: MPI.Comm) -> Topology:
 
 
 def _format_exception(
-    kind: type[BaseException], value: BaseException, tb: Optional[TracebackType], rank: int
+    kind: type[BaseException], value: BaseException, tb: TracebackType | None, rank: int
 ) -> str:
     lines = "".join(traceback.format_exception(kind, value, tb)).rstrip("\n").split("\n")
     return "".join(f"[rank {rank}] {line}\n" for line in lines)
@@ -123,14 +126,12 @@ def _format_exception(
 def abort_job(message: str, code: int = 1) -> None:
     """Write ``message`` to stderr and abort every rank of the job (MPI_Abort)."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(Exception):
             stream.flush()
-        except Exception:  # noqa: S110 - a closed stream must not stop the abort
-            pass
     try:
         sys.stderr.write(message)
         sys.stderr.flush()
-    except Exception:  # noqa: S110
+    except Exception:
         pass
     MPI.COMM_WORLD.Abort(code)
 
@@ -140,7 +141,7 @@ _installed = False
 
 
 def _abort_hook(
-    kind: type[BaseException], value: BaseException, tb: Optional[TracebackType]
+    kind: type[BaseException], value: BaseException, tb: TracebackType | None
 ) -> None:
     if world.Get_size() == 1 or threading.current_thread() is not threading.main_thread():
         _previous_hook(kind, value, tb)

@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy
 
@@ -81,7 +81,7 @@ def barrier() -> None:
     world_comm.barrier()
 
 
-def gather(tensor: Any, gather_list: Optional[list[Any]] = None, dst: int = 0) -> None:
+def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0) -> None:
     """Collect every rank's ``tensor`` into ``gather_list`` on rank ``dst``."""
     _c.gather(tensor, gather_list, dst)
 
@@ -105,7 +105,7 @@ def reduce_scatter_tensor(output_tensor: Any, input_tensor: Any) -> None:
     _c.reduce_scatter_tensor(output_tensor, input_tensor)
 
 
-def scatter(tensor: Any, scatter_list: Optional[list[Any]] = None, src: int = 0) -> None:
+def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0) -> None:
     """Give rank ``i`` the array ``scatter_list[i]`` of rank ``src``, into ``tensor``."""
     _c.scatter(tensor, scatter_list, src)
 
@@ -132,8 +132,8 @@ def send(tensor: Any, dst: int, send_meta: bool = True) -> None:
     world_comm.send(buf, peer, _DATA_TAG)
 
 
-def recv(src: Optional[int] = None, shape: Optional[Any] = None, dtype: Optional[Any] = None,
-         device: Any = None, *, out: Optional[Any] = None) -> Optional[Any]:
+def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = None,
+         device: Any = None, *, out: Any | None = None) -> Any | None:
     """Receive an array from rank ``src`` (None: any rank).
 
     Without ``shape`` and ``dtype`` the sender's metadata message says what arrives (the

@@ -62,9 +62,8 @@ def cuda_aware_mpi(environ: Any = None) -> str:
 
 def collect() -> dict[str, str]:
     """Return the report as ordered (label, value) pairs. Never communicates."""
-    import numpy
-
     import mpi4py
+    import numpy
 
     topo = _runtime.topology
     cupy_version, nccl = _cupy_status()

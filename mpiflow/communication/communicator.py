@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .reduce_op import ReduceOp
 
@@ -34,10 +34,10 @@ class Work:
     def __init__(
         self,
         requests: Sequence[Any] = (),
-        finalize: Optional[Callable[[], None]] = None,
+        finalize: Callable[[], None] | None = None,
         keep: Any = None,
-        wait_all: Optional[Callable[[Sequence[Any]], None]] = None,
-        test_all: Optional[Callable[[Sequence[Any]], bool]] = None,
+        wait_all: Callable[[Sequence[Any]], None] | None = None,
+        test_all: Callable[[Sequence[Any]], bool] | None = None,
     ) -> None:
         self._requests = list(requests)
         self._finalize = finalize
@@ -76,7 +76,7 @@ class Work:
             self._finish()
         return self._done
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
+    def wait(self, timeout: float | None = None) -> bool:
         """Block until the operation finishes; results are in place afterwards.
 
         Args:
@@ -124,73 +124,73 @@ class Communicator(abc.ABC):
         """The module of the arrays this communicator moves (``numpy``, ``cupy``)."""
 
     @abc.abstractmethod
-    def barrier(self, async_op: bool = False) -> Optional[Work]:
+    def barrier(self, async_op: bool = False) -> Work | None:
         """Block until every rank has entered."""
 
     @abc.abstractmethod
     def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
-                   async_op: bool = False) -> Optional[Work]:
+                   async_op: bool = False) -> Work | None:
         """Reduce ``buf`` over all ranks, result in ``buf`` everywhere."""
 
     @abc.abstractmethod
     def reduce(self, buf: Array, op: ReduceOp, root: int,
-               async_op: bool = False) -> Optional[Work]:
+               async_op: bool = False) -> Work | None:
         """Reduce ``buf`` over all ranks, result in ``buf`` on ``root`` (others unchanged)."""
 
     @abc.abstractmethod
-    def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Optional[Work]:
+    def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
         """Copy ``root``'s ``buf`` into ``buf`` on every rank."""
 
     @abc.abstractmethod
-    def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+    def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
         """Concatenate every rank's ``send`` (equal sizes) into ``recv`` on every rank."""
 
     @abc.abstractmethod
     def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
-                     async_op: bool = False) -> Optional[Work]:
+                     async_op: bool = False) -> Work | None:
         """As :meth:`all_gather` with rank ``i`` contributing ``counts[i]`` elements."""
 
     @abc.abstractmethod
-    def gather(self, send: Array, recv: Optional[Array], root: int,
-               async_op: bool = False) -> Optional[Work]:
+    def gather(self, send: Array, recv: Array | None, root: int,
+               async_op: bool = False) -> Work | None:
         """Concatenate every rank's ``send`` into ``recv`` on ``root`` (None elsewhere)."""
 
     @abc.abstractmethod
-    def scatter(self, send: Optional[Array], recv: Array, root: int,
-                async_op: bool = False) -> Optional[Work]:
+    def scatter(self, send: Array | None, recv: Array, root: int,
+                async_op: bool = False) -> Work | None:
         """Give rank ``i`` the ``i``-th equal chunk of ``root``'s ``send``."""
 
     @abc.abstractmethod
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
-                       async_op: bool = False) -> Optional[Work]:
+                       async_op: bool = False) -> Work | None:
         """Reduce ``send`` (``size`` equal chunks) and give rank ``i`` chunk ``i``."""
 
     @abc.abstractmethod
     def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
-                         op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Optional[Work]:
+                         op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Work | None:
         """As :meth:`reduce_scatter` with chunk ``i`` of ``counts[i]`` elements."""
 
     @abc.abstractmethod
-    def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+    def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
         """Send the ``i``-th equal chunk of ``send`` to rank ``i``; receive in rank order."""
 
     @abc.abstractmethod
     def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
-                     recv_counts: Sequence[int], async_op: bool = False) -> Optional[Work]:
+                     recv_counts: Sequence[int], async_op: bool = False) -> Work | None:
         """As :meth:`all_to_all` with per-rank element counts, chunks packed in rank order."""
 
     @abc.abstractmethod
-    def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Optional[Work]:
+    def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
         """Send ``buf`` to rank ``dst``."""
 
     @abc.abstractmethod
-    def recv(self, buf: Array, src: Optional[int], tag: int = 0) -> int:
+    def recv(self, buf: Array, src: int | None, tag: int = 0) -> int:
         """Receive into ``buf`` from ``src`` (None: any rank); return the sender's rank."""
 
     @abc.abstractmethod
-    def irecv(self, buf: Array, src: Optional[int], tag: int = 0) -> Work:
+    def irecv(self, buf: Array, src: int | None, tag: int = 0) -> Work:
         """Start receiving into ``buf`` from ``src`` (None: any rank)."""
 
     @abc.abstractmethod
-    def split(self, ranks: Sequence[int]) -> Optional[Communicator]:
+    def split(self, ranks: Sequence[int]) -> Communicator | None:
         """Collectively make a communicator of ``ranks`` (in that order); None on non-members."""

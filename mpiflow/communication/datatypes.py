@@ -9,7 +9,7 @@ ufunc on the raw bytes takes over, so results are exact in the buffer's own dtyp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy
 from mpi4py import MPI
@@ -68,14 +68,20 @@ class ReducePlan:
     """
 
     op: MPI.Op
-    datatype: Optional[MPI.Datatype]
+    datatype: MPI.Datatype | None
     average: bool
 
-    def spec(self, buf: Any) -> Any:
-        """Return the mpi4py buffer specification of ``buf`` for this reduction."""
+    def spec(self, buf: Any, count: int | None = None) -> Any:
+        """Return the mpi4py buffer specification of ``buf`` for this reduction.
+
+        Args:
+            buf: the contiguous array.
+            count: elements per rank where mpi4py wants a block count (the send buffer of
+                ``Reduce_scatter_block``); the whole buffer by default.
+        """
         if self.datatype is None:
             return buf
-        return [buf, buf.size, self.datatype]
+        return [buf, buf.size if count is None else count, self.datatype]
 
 
 def _native_works(dtype: numpy.dtype, op: MPI.Op) -> bool:

@@ -8,7 +8,6 @@ translates them to its communicator's ranks. A rank outside the group holds a gr
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Optional
 
 from mpi4py import MPI
 
@@ -29,7 +28,7 @@ class ProcessGroup:
 
     __slots__ = ("_index", "comm", "ranks")
 
-    def __init__(self, ranks: Iterable[int], comm: Optional[Communicator]) -> None:
+    def __init__(self, ranks: Iterable[int], comm: Communicator | None) -> None:
         self.ranks: tuple[int, ...] = tuple(int(r) for r in ranks)
         self.comm = comm
         self._index = {r: i for i, r in enumerate(self.ranks)}
@@ -74,7 +73,7 @@ world_comm = MPICommunicator(MPI.COMM_WORLD.Dup())
 world_group = ProcessGroup(range(world_comm.size), world_comm)
 
 
-def new_group(ranks: Optional[Iterable[int]] = None) -> ProcessGroup:
+def new_group(ranks: Iterable[int] | None = None) -> ProcessGroup:
     """Make a group of ``ranks`` (world ranks; None = all). Collective over the whole world.
 
     Every rank must call it with the same ranks, members or not, as in PyTorch.

@@ -7,8 +7,8 @@ strided view is received in place as far as the caller can tell.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy
 from mpi4py import MPI
@@ -34,7 +34,7 @@ def _readable(buf: Array) -> Array:
     return buf if buf.flags.c_contiguous else numpy.ascontiguousarray(buf)
 
 
-def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Optional[Callable[[], None]]]:
+def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Callable[[], None] | None]:
     """Return a contiguous stand-in for ``buf`` and the step that writes it back, if needed."""
     if buf.flags.c_contiguous:
         return buf, None
@@ -46,7 +46,7 @@ def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Optional[Callable
     return stage, write_back
 
 
-def _chain(*steps: Optional[Callable[[], None]]) -> Optional[Callable[[], None]]:
+def _chain(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
     todo = [s for s in steps if s is not None]
     if not todo:
         return None
@@ -80,7 +80,7 @@ class MPICommunicator(Communicator):
         >>> c.all_reduce(x)   # x is now world_size everywhere
     """
 
-    def __init__(self, comm: Optional[MPI.Comm] = None) -> None:
+    def __init__(self, comm: MPI.Comm | None = None) -> None:
         self.mpi_comm: MPI.Comm = MPI.COMM_WORLD if comm is None else comm
         self.rank = self.mpi_comm.Get_rank()
         self.size = self.mpi_comm.Get_size()
@@ -116,8 +116,8 @@ class MPICommunicator(Communicator):
             raise TypeError(f"send and receive dtypes differ: {a.dtype} and {b.dtype}")
 
     def _run(self, blocking: Callable[[], Any], start: Callable[[], MPI.Request],
-             async_op: bool, finalize: Optional[Callable[[], None]], keep: Any = None
-             ) -> Optional[Work]:
+             async_op: bool, finalize: Callable[[], None] | None, keep: Any = None
+             ) -> Work | None:
         if async_op:
             return Work([start()], finalize, keep, _wait_all, _test_all)
         blocking()
@@ -135,12 +135,12 @@ class MPICommunicator(Communicator):
         return divide
 
     # -- collectives ---------------------------------------------------------------------------
-    def barrier(self, async_op: bool = False) -> Optional[Work]:
+    def barrier(self, async_op: bool = False) -> Work | None:
         comm = self.mpi_comm
         return self._run(comm.Barrier, comm.Ibarrier, async_op, None)
 
     def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
-                   async_op: bool = False) -> Optional[Work]:
+                   async_op: bool = False) -> Work | None:
         if not async_op:
             native = self._native.get(op)
             if native is not None and buf.flags.c_contiguous:
@@ -160,7 +160,7 @@ class MPICommunicator(Communicator):
                          async_op, finalize, stage)
 
     def reduce(self, buf: Array, op: ReduceOp, root: int,
-               async_op: bool = False) -> Optional[Work]:
+               async_op: bool = False) -> Work | None:
         root = self._check_rank(root, "dst")
         plan = reduce_plan(buf.dtype, op)
         comm = self.mpi_comm
@@ -175,7 +175,7 @@ class MPICommunicator(Communicator):
                          lambda: comm.Ireduce(send, recv, plan.op, root),
                          async_op, finalize, stage)
 
-    def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Optional[Work]:
+    def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
         root = self._check_rank(root, "src")
         if self.rank == root:
             stage, write_back = _readable(buf), None
@@ -185,7 +185,7 @@ class MPICommunicator(Communicator):
         return self._run(lambda: comm.Bcast(stage, root), lambda: comm.Ibcast(stage, root),
                          async_op, write_back, stage)
 
-    def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+    def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
         self._check_same_dtype(send, recv)
         if recv.size != send.size * self.size:
             raise ValueError(f"all_gather needs {self.size} x {send.size} receive elements, "
@@ -197,7 +197,7 @@ class MPICommunicator(Communicator):
                          async_op, write_back, (src, dst))
 
     def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
-                     async_op: bool = False) -> Optional[Work]:
+                     async_op: bool = False) -> Work | None:
         self._check_same_dtype(send, recv)
         counts = self._check_counts(counts, "counts")
         if counts[self.rank] != send.size or sum(counts) != recv.size:
@@ -210,8 +210,8 @@ class MPICommunicator(Communicator):
         return self._run(lambda: comm.Allgatherv(src, spec), lambda: comm.Iallgatherv(src, spec),
                          async_op, write_back, (src, dst))
 
-    def gather(self, send: Array, recv: Optional[Array], root: int,
-               async_op: bool = False) -> Optional[Work]:
+    def gather(self, send: Array, recv: Array | None, root: int,
+               async_op: bool = False) -> Work | None:
         root = self._check_rank(root, "dst")
         src = _readable(send)
         dst, write_back = None, None
@@ -227,8 +227,8 @@ class MPICommunicator(Communicator):
         return self._run(lambda: comm.Gather(src, dst, root), lambda: comm.Igather(src, dst, root),
                          async_op, write_back, (src, dst))
 
-    def scatter(self, send: Optional[Array], recv: Array, root: int,
-                async_op: bool = False) -> Optional[Work]:
+    def scatter(self, send: Array | None, recv: Array, root: int,
+                async_op: bool = False) -> Work | None:
         root = self._check_rank(root, "src")
         src = None
         if self.rank == root:
@@ -245,7 +245,7 @@ class MPICommunicator(Communicator):
                          lambda: comm.Iscatter(src, dst, root), async_op, write_back, (src, dst))
 
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
-                       async_op: bool = False) -> Optional[Work]:
+                       async_op: bool = False) -> Work | None:
         self._check_same_dtype(send, recv)
         if send.size != recv.size * self.size:
             raise ValueError(f"reduce_scatter needs {self.size} x {recv.size} send elements, "
@@ -253,7 +253,7 @@ class MPICommunicator(Communicator):
         plan = reduce_plan(send.dtype, op)
         src = _readable(send)
         dst, write_back = _writable(recv, keep_contents=False)
-        s, r = plan.spec(src), plan.spec(dst)
+        s, r = plan.spec(src, count=dst.size), plan.spec(dst)
         finalize = _chain(self._average(dst) if plan.average else None, write_back)
         comm = self.mpi_comm
         return self._run(lambda: comm.Reduce_scatter_block(s, r, plan.op),
@@ -261,7 +261,7 @@ class MPICommunicator(Communicator):
                          async_op, finalize, (src, dst))
 
     def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
-                         op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Optional[Work]:
+                         op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Work | None:
         self._check_same_dtype(send, recv)
         counts = self._check_counts(counts, "counts")
         if counts[self.rank] != recv.size or sum(counts) != send.size:
@@ -277,7 +277,7 @@ class MPICommunicator(Communicator):
                          lambda: comm.Ireduce_scatter(s, r, counts, plan.op),
                          async_op, finalize, (src, dst))
 
-    def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Optional[Work]:
+    def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
         self._check_same_dtype(send, recv)
         if send.size != recv.size or send.size % self.size:
             raise ValueError(f"all_to_all needs equal send and receive sizes divisible by "
@@ -289,7 +289,7 @@ class MPICommunicator(Communicator):
                          async_op, write_back, (src, dst))
 
     def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
-                     recv_counts: Sequence[int], async_op: bool = False) -> Optional[Work]:
+                     recv_counts: Sequence[int], async_op: bool = False) -> Work | None:
         self._check_same_dtype(send, recv)
         scounts = self._check_counts(send_counts, "send_counts")
         rcounts = self._check_counts(recv_counts, "recv_counts")
@@ -305,14 +305,14 @@ class MPICommunicator(Communicator):
                          async_op, write_back, (src, dst))
 
     # -- point to point ------------------------------------------------------------------------
-    def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Optional[Work]:
+    def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
         dst = self._check_rank(dst, "dst")
         src = _readable(buf)
         comm = self.mpi_comm
         return self._run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
                          async_op, None, src)
 
-    def recv(self, buf: Array, src: Optional[int], tag: int = 0) -> int:
+    def recv(self, buf: Array, src: int | None, tag: int = 0) -> int:
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
         dst, write_back = _writable(buf, keep_contents=False)
         status = MPI.Status()
@@ -321,14 +321,14 @@ class MPICommunicator(Communicator):
             write_back()
         return int(status.Get_source())
 
-    def irecv(self, buf: Array, src: Optional[int], tag: int = 0) -> Work:
+    def irecv(self, buf: Array, src: int | None, tag: int = 0) -> Work:
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
         dst, write_back = _writable(buf, keep_contents=False)
         request = self.mpi_comm.Irecv(dst, source, tag)
         return Work([request], write_back, dst, _wait_all, _test_all)
 
     # -- groups --------------------------------------------------------------------------------
-    def split(self, ranks: Sequence[int]) -> Optional[MPICommunicator]:
+    def split(self, ranks: Sequence[int]) -> MPICommunicator | None:
         members = [self._check_rank(r, "rank") for r in ranks]
         if len(set(members)) != len(members) or not members:
             raise ValueError(f"group ranks must be distinct and non-empty, got {list(ranks)}")

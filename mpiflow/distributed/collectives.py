@@ -114,12 +114,9 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Optional[Process
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
-    if group is None:
-        comm: Optional[Communicator] = world_comm
-    else:
-        comm = resolve_group(group).comm
-        if comm is None:
-            return _skipped(async_op)
+    comm = world_comm if group is None else resolve_group(group).comm
+    if comm is None:
+        return _skipped(async_op)
     buf = tensor if type(tensor) is _ndarray else as_buffer(tensor)
     return comm.all_reduce(buf, op, async_op)
 

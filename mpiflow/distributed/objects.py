@@ -7,7 +7,7 @@ sizes first (one small fixed-size collective), then the bytes, so no side ever g
 from __future__ import annotations
 
 import pickle
-from typing import Any, Optional
+from typing import Any
 
 import numpy
 
@@ -30,13 +30,13 @@ def _loads(data: numpy.ndarray) -> Any:
     return pickle.loads(data.tobytes())
 
 
-def _member(group: Optional[ProcessGroup]) -> tuple[ProcessGroup, Optional[Communicator]]:
+def _member(group: ProcessGroup | None) -> tuple[ProcessGroup, Communicator | None]:
     g = resolve_group(group)
     return g, g.comm
 
 
 def broadcast_object_list(object_list: list[Any], src: int = 0,
-                          group: Optional[ProcessGroup] = None, device: Any = None) -> None:
+                          group: ProcessGroup | None = None, device: Any = None) -> None:
     """Replace the entries of ``object_list`` with those of world rank ``src``, in place.
 
     Every rank passes a list of the same length.
@@ -65,7 +65,7 @@ def broadcast_object_list(object_list: list[Any], src: int = 0,
 
 
 def all_gather_object(object_list: list[Any], obj: Any,
-                      group: Optional[ProcessGroup] = None) -> None:
+                      group: ProcessGroup | None = None) -> None:
     """Fill ``object_list[i]`` with rank ``i``'s ``obj`` on every rank of the group."""
     if not isinstance(object_list, list):
         raise TypeError(f"object_list must be a list, got {type(object_list).__name__}")
@@ -87,16 +87,16 @@ def all_gather_object(object_list: list[Any], obj: Any,
         offset += count
 
 
-def gather_object(obj: Any, object_gather_list: Optional[list[Any]] = None, dst: int = 0,
-                  group: Optional[ProcessGroup] = None) -> None:
+def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: int = 0,
+                  group: ProcessGroup | None = None) -> None:
     """Collect every rank's ``obj`` into ``object_gather_list`` on world rank ``dst``."""
     g, comm = _member(group)
     if comm is None:
         return
     root = g.group_rank(dst, "dst")
-    if comm.rank == root:
-        if not isinstance(object_gather_list, list) or len(object_gather_list) != comm.size:
-            raise ValueError(f"object_gather_list must be a list with one entry per rank of the "
+    if comm.rank == root and (not isinstance(object_gather_list, list)
+                              or len(object_gather_list) != comm.size):
+        raise ValueError(f"object_gather_list must be a list with one entry per rank of the "
                              f"group ({comm.size}) on the destination rank")
     payload = _dumps(obj)
     sizes = numpy.empty(comm.size, dtype=numpy.int64) if comm.rank == root else None
@@ -115,8 +115,8 @@ def gather_object(obj: Any, object_gather_list: Optional[list[Any]] = None, dst:
 
 
 def scatter_object_list(scatter_object_output_list: list[Any],
-                        scatter_object_input_list: Optional[list[Any]] = None, src: int = 0,
-                        group: Optional[ProcessGroup] = None) -> None:
+                        scatter_object_input_list: list[Any] | None = None, src: int = 0,
+                        group: ProcessGroup | None = None) -> None:
     """Give rank ``i`` the object ``scatter_object_input_list[i]`` of world rank ``src``.
 
     The object lands in ``scatter_object_output_list[0]``.

@@ -7,7 +7,7 @@ twice is harmless. ``is_initialized()`` is True whenever mpiflow is imported.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from ..communication.group import ProcessGroup, world_group
 from ..communication.group import new_group as _new_group
@@ -43,7 +43,7 @@ _KNOWN_BACKENDS = (Backend.MPI, Backend.NCCL, Backend.GLOO)
 _backend = Backend.MPI
 
 
-class group:  # noqa: N801 - PyTorch's spelling: dist.group.WORLD
+class group:
     """Namespace of the default groups: ``group.WORLD``."""
 
     WORLD = world_group
@@ -68,7 +68,7 @@ def is_nccl_available() -> bool:
     return True
 
 
-def init_process_group(backend: Optional[str] = None, init_method: Optional[str] = None,
+def init_process_group(backend: str | None = None, init_method: str | None = None,
                        timeout: Any = None, world_size: int = -1, rank: int = -1,
                        store: Any = None, group_name: str = "", pg_options: Any = None,
                        device_id: Any = None) -> None:
@@ -90,7 +90,8 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
     global _backend
     name = Backend.MPI if backend is None else str(backend).lower()
     if name not in _KNOWN_BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; mpiflow accepts {', '.join(_KNOWN_BACKENDS)}")
+        accepted = ", ".join(_KNOWN_BACKENDS)
+        raise ValueError(f"unknown backend {backend!r}; mpiflow accepts {accepted} or None")
     if world_size not in (-1, None) and int(world_size) != world_group.size():
         raise ValueError(f"world_size={world_size} but the job was launched with "
                          f"{world_group.size()} processes")
@@ -104,7 +105,7 @@ def is_initialized() -> bool:
     return True
 
 
-def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Release a group made by :func:`new_group` (the world group stays usable)."""
     if group is None or group is world_group:
         return
@@ -115,18 +116,18 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
     group.comm = None
 
 
-def get_backend(group: Optional[ProcessGroup] = None) -> str:
+def get_backend(group: ProcessGroup | None = None) -> str:
     """Return the backend name given to :func:`init_process_group` ("mpi" by default)."""
     resolve_group(group)
     return _backend
 
 
-def get_rank(group: Optional[ProcessGroup] = None) -> int:
+def get_rank(group: ProcessGroup | None = None) -> int:
     """Return this process's rank in ``group`` (the world by default), -1 outside it."""
     return resolve_group(group).rank()
 
 
-def get_world_size(group: Optional[ProcessGroup] = None) -> int:
+def get_world_size(group: ProcessGroup | None = None) -> int:
     """Return the number of ranks in ``group`` (the world by default), -1 outside it."""
     g = resolve_group(group)
     return g.size() if g.is_member else -1
@@ -145,7 +146,7 @@ def get_process_group_ranks(group: ProcessGroup) -> list[int]:
     return list(resolve_group(group).ranks)
 
 
-def new_group(ranks: Optional[list[int]] = None, timeout: Any = None, backend: Optional[str] = None,
+def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: str | None = None,
               pg_options: Any = None, **kwargs: Any) -> ProcessGroup:
     """Make a group of world ``ranks`` (None: all). Every rank of the world must call it.
 
