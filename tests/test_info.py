@@ -1,0 +1,42 @@
+"""python -m mpiflow info."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import MPIEXEC, run_job
+
+from mpiflow.info import collect, cuda_aware_mpi, format_report
+
+
+def test_report_names_everything_the_issue_asks_for() -> None:
+    info = collect()
+    for key in ("mpiflow", "mpi4py", "numpy", "MPI library", "MPI standard", "thread level",
+                "world size", "ranks on this node", "cupy", "nccl (cupy.cuda.nccl)",
+                "CUDA-aware MPI"):
+        assert info[key], key
+    text = format_report(info)
+    assert text.splitlines()[0].startswith("mpiflow")
+
+
+@pytest.mark.parametrize(
+    ("environ", "answer"),
+    [
+        ({}, "unknown"),
+        ({"MPIFLOW_CUDA_AWARE": "1"}, "yes"),
+        ({"MPIFLOW_CUDA_AWARE": "0", "MPIR_CVAR_ENABLE_GPU": "1"}, "no"),
+        ({"MPIR_CVAR_ENABLE_GPU": "1"}, "yes"),
+        ({"MPICH_GPU_SUPPORT_ENABLED": "0"}, "no"),
+        ({"MV2_USE_CUDA": "1"}, "yes"),
+    ],
+)
+def test_cuda_awareness_from_the_environment(environ: dict, answer: str) -> None:
+    assert cuda_aware_mpi(environ) == answer
+
+
+@pytest.mark.single_process
+def test_info_prints_once_per_job() -> None:
+    job = run_job(2, "from mpiflow.__main__ import main; main(['info'])",
+                  launcher=[MPIEXEC, "-n", "2"])
+    assert job.returncode == 0, job.stderr
+    assert job.stdout.count("MPI library") == 1
+    assert "world size            : 2" in job.stdout
