@@ -5,16 +5,60 @@ uncaught exception on any rank abort the whole job instead of leaving the others
 
 Example:
     >>> import mpiflow as flow
-    >>> flow.env.get_rank(), flow.env.get_world_size()
-    (0, 1)
+    >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> p = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+    >>> g = x.to_global(p, flow.sbp.broadcast)       # the same value on every rank
+    >>> (g * 2).sum().item()
+    20.0
 """
 
 from . import _runtime
 
 _runtime.install_abort_handler()
 
-from . import comm, distributed, env  # noqa: E402
+from . import comm, distributed, env, ops, sbp  # noqa: E402
+from ._arrays import register_buffer_type as _register_buffer_type  # noqa: E402
+from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .communication import ReduceOp  # noqa: E402
+from .creation import *  # noqa: E402, F403
+from .creation import __all__ as _creation_all  # noqa: E402
+from .dtypes import (  # noqa: E402
+    DType,
+    bool,
+    complex64,
+    complex128,
+    double,
+    float,
+    float16,
+    float32,
+    float64,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .ops import *  # noqa: E402, F403
+from .ops import __all__ as _ops_all  # noqa: E402
+from .placement import placement  # noqa: E402
+from .random import *  # noqa: E402, F403
+from .random import __all__ as _random_all  # noqa: E402
 
-__all__ = ["ReduceOp", "__version__", "comm", "distributed", "env"]
+_register_buffer_type(Tensor, lambda t: t._data)
+
+dtype = DType
+
+__all__ = [
+    "DType", "ReduceOp", "Size", "Tensor", "__version__", "bool", "comm", "complex64",
+    "complex128", "distributed", "double", "dtype", "env", "float", "float16", "float32",
+    "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "ops", "placement",
+    "sbp", "uint8", "uint16", "uint32", "uint64",
+    *_creation_all, *_ops_all, *_random_all,
+]

@@ -6,6 +6,7 @@ shells over this layer; layouts and training build on it too.
 
 from .communicator import Communicator, Work
 from .datatypes import ReducePlan, reduce_plan
+from .debug import count_collectives
 from .mpi import MPICommunicator
 from .reduce_op import ReduceOp, check_reduce_dtype
 
@@ -16,5 +17,6 @@ __all__ = [
     "ReducePlan",
     "Work",
     "check_reduce_dtype",
+    "count_collectives",
     "reduce_plan",
 ]

@@ -194,3 +194,18 @@ class Communicator(abc.ABC):
     @abc.abstractmethod
     def split(self, ranks: Sequence[int]) -> Communicator | None:
         """Collectively make a communicator of ``ranks`` (in that order); None on non-members."""
+
+    def split_by_color(self, color: int | None, key: int = 0) -> Communicator | None:
+        """Collectively split into one communicator per ``color``, as ``MPI_Comm_split``.
+
+        Every rank of this communicator must call it at the same point. Ranks of one color
+        form one new communicator, ordered by ``key`` (ties by their rank here).
+
+        Args:
+            color: this rank's group (a non-negative int), or None to join no group.
+            key: this rank's sort key within its group.
+
+        Returns:
+            This rank's new communicator, or None where ``color`` is None.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement split_by_color")

@@ -7,6 +7,7 @@ translates them to its communicator's ranks. A rank outside the group holds a gr
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 
 from mpi4py import MPI
@@ -47,11 +48,12 @@ class ProcessGroup:
 
     def group_rank(self, world_rank: int, what: str = "rank") -> int:
         """Translate a world rank into this group's rank, with a ``ValueError`` outside it."""
-        if isinstance(world_rank, bool) or not isinstance(world_rank, int):
-            try:
-                world_rank = int(world_rank)  # numpy integers
-            except (TypeError, ValueError):
-                raise TypeError(f"{what} must be an int rank, got {world_rank!r}") from None
+        if isinstance(world_rank, bool):
+            raise TypeError(f"{what} must be an int rank, got {world_rank!r}")
+        try:
+            world_rank = operator.index(world_rank)  # ints and numpy integers, nothing else
+        except TypeError:
+            raise TypeError(f"{what} must be an int rank, got {world_rank!r}") from None
         index = self._index.get(world_rank)
         if index is None:
             raise ValueError(f"{what}={world_rank} is not a rank of {self.describe()}")

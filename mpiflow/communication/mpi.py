@@ -338,3 +338,9 @@ class MPICommunicator(Communicator):
         finally:
             group.Free()
         return None if comm == MPI.COMM_NULL else MPICommunicator(comm)
+
+    def split_by_color(self, color: int | None, key: int = 0) -> MPICommunicator | None:
+        if color is not None and (isinstance(color, bool) or int(color) < 0):
+            raise ValueError(f"color must be a non-negative int or None, got {color!r}")
+        comm = self.mpi_comm.Split(MPI.UNDEFINED if color is None else int(color), int(key))
+        return None if comm == MPI.COMM_NULL else MPICommunicator(comm)

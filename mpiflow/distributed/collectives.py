@@ -9,6 +9,7 @@ a rank outside ``group`` every call does nothing (as in PyTorch).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
@@ -47,6 +48,11 @@ def resolve_group(group: Optional[ProcessGroup]) -> ProcessGroup:
     if not isinstance(group, ProcessGroup):
         raise TypeError(f"group must be a group from new_group() or None, got {group!r}")
     return group
+
+
+def _group_comm(group: ProcessGroup | None) -> Communicator | None:
+    """The communicator of ``group`` (the world's for None); None on a non-member."""
+    return world_comm if group is None else resolve_group(group).comm
 
 
 def _skipped(async_op: bool) -> Optional[Work]:
@@ -91,6 +97,12 @@ def _stack(comm: Communicator, bufs: Sequence[Any], like: Any) -> Any:
 
 
 def _check_concat_shape(big: Any, small: Any, size: int, what: str) -> None:
+    bshape, sshape = big.shape, small.shape
+    # Fast path for the common, valid concatenated layout: as many dims, dim 0
+    # ``size`` times as long, the other dims equal. Anything else takes the full check below.
+    if (sshape and len(bshape) == len(sshape) and bshape[0] == size * sshape[0]
+            and bshape[1:] == sshape[1:] and big.dtype == small.dtype):
+        return
     stacked = (size, *small.shape)
     concat = (size * small.shape[0], *small.shape[1:]) if small.ndim else stacked
     if tuple(big.shape) not in (stacked, concat):
@@ -124,6 +136,10 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Optional[Process
 def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
               async_op: bool = False) -> Optional[Work]:
     """Copy world rank ``src``'s ``tensor`` into ``tensor`` on every rank of the group."""
+    if group is None and type(src) is int and 0 <= src < world_comm.size:
+        # The world's fast path: its ranks are the world ranks, so src needs no translation.
+        buf = tensor if type(tensor) is _ndarray else as_buffer(tensor)
+        return world_comm.broadcast(buf, src, async_op)
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)
@@ -169,12 +185,15 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     ``output_tensor`` has shape ``(world * n, ...)`` or ``(world, n, ...)`` for an input of
     shape ``(n, ...)``.
     """
-    g = resolve_group(group)
-    if g.comm is None:
+    comm = _group_comm(group)
+    if comm is None:
         return _skipped(async_op)
-    out, inp = as_buffer(output_tensor, "output_tensor"), as_buffer(input_tensor, "input_tensor")
-    _check_concat_shape(out, inp, g.comm.size, "output_tensor")
-    return g.comm.all_gather(inp, out, async_op)
+    out = output_tensor if type(output_tensor) is _ndarray else as_buffer(output_tensor,
+                                                                          "output_tensor")
+    inp = input_tensor if type(input_tensor) is _ndarray else as_buffer(input_tensor,
+                                                                       "input_tensor")
+    _check_concat_shape(out, inp, comm.size, "output_tensor")
+    return comm.all_gather(inp, out, async_op)
 
 
 def gather(tensor: Any, gather_list: Optional[list[Any]] = None, dst: int = 0,
@@ -237,12 +256,13 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
 
     Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
     """
-    g = resolve_group(group)
-    if g.comm is None:
+    comm = _group_comm(group)
+    if comm is None:
         return _skipped(async_op)
-    out, inp = as_buffer(output, "output"), as_buffer(input, "input")
-    _check_concat_shape(inp, out, g.comm.size, "input")
-    return g.comm.reduce_scatter(inp, out, op, async_op)
+    out = output if type(output) is _ndarray else as_buffer(output, "output")
+    inp = input if type(input) is _ndarray else as_buffer(input, "input")
+    _check_concat_shape(inp, out, comm.size, "input")
+    return comm.reduce_scatter(inp, out, op, async_op)
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
@@ -267,10 +287,9 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     recv_counts = [b.size for b in outs]
     send = xp.concatenate([b.reshape(-1) for b in ins]) if ins else xp.empty(0, dtype)
     stage = xp.empty(sum(recv_counts), dtype=dtype)
-    if len(set(send_counts)) == 1 and send_counts == recv_counts:
-        work = comm.all_to_all(send, stage, async_op)
-    else:
-        work = comm.all_to_all_v(send, send_counts, stage, recv_counts, async_op)
+    # Always the "v" form: a rank whose own counts happen to be equal cannot know that the
+    # others' are, and mixing Alltoall on one rank with Alltoallv on another hangs.
+    work = comm.all_to_all_v(send, send_counts, stage, recv_counts, async_op)
 
     def post() -> None:
         offset = 0
@@ -305,23 +324,23 @@ def all_to_all_single(output: Any, input: Any,
     Without split sizes, dim 0 is split evenly; otherwise piece ``i`` has
     ``input_split_sizes[i]`` rows and rank ``i``'s piece lands as ``output_split_sizes[i]`` rows.
     """
-    g = resolve_group(group)
-    if g.comm is None:
+    comm = _group_comm(group)
+    if comm is None:
         return _skipped(async_op)
-    comm = g.comm
-    out, inp = as_buffer(output, "output"), as_buffer(input, "input")
+    out = output if type(output) is _ndarray else as_buffer(output, "output")
+    inp = input if type(input) is _ndarray else as_buffer(input, "input")
     if out.ndim == 0 or inp.ndim == 0:
         raise ValueError("all_to_all_single needs arrays with at least one dimension")
     if out.dtype != inp.dtype:
         raise TypeError(f"output dtype {out.dtype} differs from input dtype {inp.dtype}")
-    in_row = int(numpy.prod(inp.shape[1:]))
-    out_row = int(numpy.prod(out.shape[1:]))
     if output_split_sizes is None and input_split_sizes is None:
         if out.size != inp.size:
             raise ValueError(f"output has {out.size} elements, input {inp.size}; without split "
                              "sizes they must match")
-        _split_counts(None, inp.shape[0], in_row, comm.size, "input")
+        _split_counts(None, inp.shape[0], 1, comm.size, "input")  # checks dim 0 divides evenly
         return comm.all_to_all(inp, out, async_op)
+    in_row = math.prod(inp.shape[1:])
+    out_row = math.prod(out.shape[1:])
     scounts = _split_counts(input_split_sizes, inp.shape[0], in_row, comm.size,
                             "input_split_sizes")
     rcounts = _split_counts(output_split_sizes, out.shape[0], out_row, comm.size,
@@ -348,6 +367,10 @@ def _peer(g: ProcessGroup, rank: int, what: str) -> int:
 
 def send(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> None:
     """Send ``tensor`` to world rank ``dst`` (blocking)."""
+    if (group is None and type(dst) is int and 0 <= dst < world_comm.size
+            and dst != world_comm.rank):
+        world_comm.send(tensor if type(tensor) is _ndarray else as_buffer(tensor), dst, tag)
+        return
     g = resolve_group(group)
     if g.comm is not None:
         g.comm.send(as_buffer(tensor), _peer(g, dst, "dst"), tag)
@@ -369,6 +392,9 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] =
 
     Returns -1 on a rank outside ``group``.
     """
+    if (group is None and type(src) is int and 0 <= src < world_comm.size
+            and src != world_comm.rank):
+        return world_comm.recv(tensor if type(tensor) is _ndarray else as_buffer(tensor), src, tag)
     g = resolve_group(group)
     if g.comm is None:
         return -1

@@ -1,0 +1,34 @@
+"""Which array module (numpy, CuPy) an array belongs to, without importing CuPy needlessly."""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+import numpy
+
+__all__ = ["array_module", "is_array"]
+
+
+def array_module(array: Any) -> ModuleType:
+    """Return ``numpy`` or ``cupy``: the module whose functions operate on ``array``.
+
+    Example:
+        >>> array_module(numpy.zeros(2)) is numpy
+        True
+    """
+    if isinstance(array, (numpy.ndarray, numpy.generic)):
+        return numpy
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(array, cupy.ndarray):
+        return cupy
+    return numpy
+
+
+def is_array(value: Any) -> bool:
+    """Whether ``value`` is an ndarray of a supported array module."""
+    if isinstance(value, numpy.ndarray):
+        return True
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(value, cupy.ndarray)

@@ -1,0 +1,166 @@
+"""Conversions between local and global tensors: ``to_global``, ``to_local``, the whole value.
+
+Every conversion that moves data is a redistribution (:mod:`mpiflow.boxing`) from a source
+layout to a target one; a local tensor becomes global by describing what its data already is
+(a shard of the target layout, or, for broadcast axes, the data of the first rank).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy
+
+from ._array_module import array_module
+from ._runtime import topology
+from ._tensor import Tensor
+from .boxing.execute import redistribute
+from .boxing.plan import Layout
+from .boxing.shards import local_shape
+from .distributed import all_gather_object
+from .placement import Placement
+from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
+
+__all__ = ["gather_value", "infer_global_shape", "to_global", "to_local"]
+
+_B = Broadcast()
+
+
+def to_local(t: Tensor) -> Tensor:
+    """This rank's shard of the global tensor ``t``, sharing its memory."""
+    return Tensor(t._data)
+
+
+def gather_value(t: Tensor) -> Any:
+    """The whole logical value of the global ``t`` on every rank (collective)."""
+    everyone = Placement.all(t.placement.type)
+    return redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp), Layout(everyone, (_B,)))
+
+
+def _source_ranks(placement: Placement, sbp: tuple[SbpParallel, ...]) -> list[int]:
+    """The ranks whose local data a local->global conversion uses: coordinate 0 on B axes."""
+    b_axes = [a for a, s in enumerate(sbp) if isinstance(s, Broadcast)]
+    out = []
+    for r in placement.rank_list:
+        coords = placement.coordinates(r)
+        assert coords is not None
+        if all(coords[a] == 0 for a in b_axes):
+            out.append(r)
+    return out
+
+
+def infer_global_shape(placement: Placement, sbp: tuple[SbpParallel, ...],
+                       shapes: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The logical shape whose shards, laid out by ``sbp``, have the given local ``shapes``.
+
+    Args:
+        placement: the placement.
+        sbp: the layout.
+        shapes: local shapes of the source ranks (see ``_source_ranks``), by world rank.
+
+    Raises:
+        ValueError: the shapes do not fit the layout, naming the offending ranks.
+    """
+    sources = _source_ranks(placement, sbp)
+    first = shapes[sources[0]]
+    ndim = len(first)
+    bad_ndim = [r for r in sources if len(shapes[r]) != ndim]
+    if bad_ndim:
+        raise ValueError("to_global: local tensors must have the same number of dimensions; "
+                         + ", ".join(f"rank {r} has shape {shapes[r]}" for r in sources))
+    for s in sbp:
+        if isinstance(s, Split) and s.dim >= ndim:
+            raise ValueError(f"to_global: {s} needs tensors with more than {s.dim} dimensions, "
+                             f"got shape {first}")
+    logical = []
+    for d in range(ndim):
+        axes = [a for a, s in enumerate(sbp) if isinstance(s, Split) and s.dim == d]
+        extent = 0
+        for r in sources:
+            coords = placement.coordinates(r)
+            assert coords is not None
+            if all(coords[a] == 0 for a in range(placement.ndim) if a not in axes):
+                extent += shapes[r][d]
+        logical.append(extent if axes else first[d])
+    logical_shape = tuple(logical)
+    wrong = [r for r in sources if shapes[r] != local_shape(logical_shape, placement, sbp, r)]
+    if wrong:
+        detail = ", ".join(f"rank {r}: {shapes[r]} (expected "
+                           f"{local_shape(logical_shape, placement, sbp, r)})" for r in wrong)
+        raise ValueError(f"to_global: the local shapes do not form a {_describe(sbp)} layout of "
+                         f"a tensor of shape {logical_shape} by the balanced rule (the first n % k "
+                         f"ranks hold one more row); offending {detail}")
+    return logical_shape
+
+
+def _describe(sbp: Sequence[SbpParallel]) -> str:
+    return "(" + ", ".join(str(s) for s in sbp) + ")"
+
+
+def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ...],
+                     check_meta: bool) -> Tensor:
+    rank = topology.rank
+    data = t._data
+    if check_meta:
+        metas: list[Any] = [None] * topology.size
+        all_gather_object(metas, (tuple(data.shape), data.dtype.str))
+        sources = _source_ranks(placement, sbp)
+        dtypes = {metas[r][1] for r in sources}
+        if len(dtypes) > 1:
+            raise ValueError("to_global: local tensors differ in dtype: "
+                             + ", ".join(f"rank {r}: {numpy.dtype(metas[r][1])}" for r in sources))
+        shape = infer_global_shape(placement, sbp, {r: metas[r][0] for r in sources})
+        dtype = numpy.dtype(dtypes.pop())
+    else:
+        grow = [1] * data.ndim
+        for a, s in enumerate(sbp):
+            if isinstance(s, Split) and s.dim < data.ndim:
+                grow[s.dim] *= placement.mesh_shape[a]
+        shape = tuple(n * g for n, g in zip(data.shape, grow))
+        dtype = data.dtype
+    xp = array_module(data)
+    if rank in placement and data.dtype != dtype:
+        data = data.astype(dtype)
+    b_axes = [a for a, s in enumerate(sbp) if isinstance(s, Broadcast)]
+    if not b_axes:
+        local = data if rank in placement else xp.empty((0,), dtype=dtype)
+        return Tensor(local, placement, sbp, shape)
+    # Broadcast axes take the data of the coordinate-0 ranks: a source layout without them.
+    kept = [a for a in range(placement.ndim) if a not in b_axes]
+    mesh = placement.ranks[tuple(slice(None) if a in kept else 0 for a in range(placement.ndim))]
+    if mesh.ndim == 0:
+        src = Layout(Placement(placement.type, [int(mesh)]), (_B,))
+    else:
+        src = Layout(Placement(placement.type, mesh.tolist()), tuple(sbp[a] for a in kept))
+    local = data if rank in src.placement else xp.empty((0,), dtype=dtype)
+    out = redistribute(local, shape, src, Layout(placement, sbp))
+    return Tensor(out, placement, sbp, shape)
+
+
+def to_global(t: Tensor, placement: Placement | None, sbp: Any, *, grad_sbp: Any = None,
+              check_meta: bool = True) -> Tensor:
+    """Make ``t`` global, or redistribute it; see :meth:`Tensor.to_global`."""
+    if placement is not None and not isinstance(placement, Placement):
+        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
+    if t._placement is None:
+        if placement is None or sbp is None:
+            raise ValueError("to_global on a local tensor needs both a placement and an sbp")
+        return _local_to_global(t, placement, normalize_sbp(sbp, placement.ndim), check_meta)
+    target_placement = t.placement if placement is None else placement
+    if sbp is None:
+        if target_placement.ndim != len(t.sbp):
+            raise ValueError(f"the new placement has {target_placement.ndim} mesh dimension(s); "
+                             "give an sbp for each")
+        target_sbp = t.sbp
+    else:
+        target_sbp = normalize_sbp(sbp, target_placement.ndim)
+    if target_placement == t.placement and target_sbp == t.sbp:
+        return t
+    out = redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp),
+                       Layout(target_placement, target_sbp))
+    return Tensor(out, target_placement, target_sbp, t.shape)
+
+
+def is_partial(sbp: Sequence[SbpParallel]) -> bool:
+    return any(isinstance(s, Partial) for s in sbp)

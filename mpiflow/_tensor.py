@@ -1,0 +1,316 @@
+"""The Tensor: an array of an array module, optionally global (a placement and an sbp layout).
+
+A *local* tensor is one array on this process. A *global* tensor is one logical value laid out
+over the ranks of a placement: this process holds its shard (``to_local()``), and the logical
+``shape`` is the whole value's. Ops on global tensors are SPMD: every rank of the world runs
+them, and ranks outside the placement hold empty shards.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy
+
+from . import dtypes as _dtypes
+from ._array_module import array_module
+from .placement import Placement
+from .sbp import SbpParallel
+
+__all__ = ["Size", "Tensor"]
+
+
+class Size(tuple):  # type: ignore[type-arg]
+    """A tensor shape: a tuple of ints, printed as ``mpiflow.Size([2, 3])``.
+
+    Example:
+        >>> Size([2, 3]).numel()
+        6
+    """
+
+    def __new__(cls, dims: Sequence[int] = ()) -> Size:
+        return super().__new__(cls, (int(d) for d in dims))
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        return int(numpy.prod(self, dtype=numpy.int64))
+
+    def __repr__(self) -> str:
+        return f"mpiflow.Size({list(self)})"
+
+
+class Tensor:
+    """A local or global tensor.
+
+    Build one with :func:`mpiflow.tensor`, :func:`mpiflow.from_numpy` or a creation function;
+    ``Tensor(array)`` wraps an array without copying.
+
+    Example:
+        >>> import mpiflow as flow
+        >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> (x * 2).sum().item()
+        20.0
+    """
+
+    __slots__ = ("__weakref__", "_data", "_placement", "_sbp", "_shape", "_version", "grad",
+                 "grad_fn", "requires_grad")
+    __array_priority__ = 1000  # numpy scalars and arrays defer to Tensor's operators
+
+    def __init__(self, data: Any, placement: Placement | None = None,
+                 sbp: tuple[SbpParallel, ...] | None = None,
+                 shape: Sequence[int] | None = None, requires_grad: bool = False) -> None:
+        self._data = data
+        self._placement = placement
+        self._sbp = sbp
+        self._shape = Size(data.shape if shape is None else shape)
+        self._version = 0
+        self.requires_grad = requires_grad
+        self.grad: Tensor | None = None
+        self.grad_fn: Any = None
+
+    # -- what it is ------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        """The logical shape (of the whole value, for a global tensor)."""
+        return self._shape
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or its extent along ``dim``."""
+        return self._shape if dim is None else self._shape[dim]
+
+    @property
+    def dtype(self) -> _dtypes.DType:
+        return _dtypes.as_dtype(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        """The number of elements of the logical value."""
+        return self._shape.numel()
+
+    def element_size(self) -> int:
+        return int(self._data.dtype.itemsize)
+
+    @property
+    def is_global(self) -> bool:
+        return self._placement is not None
+
+    @property
+    def is_local(self) -> bool:
+        return self._placement is None
+
+    @property
+    def placement(self) -> Placement:
+        """The placement of a global tensor (an error on a local one)."""
+        if self._placement is None:
+            raise RuntimeError("a local tensor has no placement; use to_global() first")
+        return self._placement
+
+    @property
+    def sbp(self) -> tuple[SbpParallel, ...]:
+        """The layout of a global tensor, one entry per mesh axis (an error on a local one)."""
+        if self._sbp is None:
+            raise RuntimeError("a local tensor has no sbp; use to_global() first")
+        return self._sbp
+
+    @property
+    def device(self) -> str:
+        if self._placement is not None:
+            return self._placement.type
+        return "cpu" if array_module(self._data) is numpy else "cuda"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device == "cuda"
+
+    @property
+    def data(self) -> Tensor:
+        """This tensor's value without its autograd history (shares memory)."""
+        return self.detach()
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    # -- conversions -----------------------------------------------------------------------
+    def numpy(self) -> numpy.ndarray:
+        """The whole value as a numpy array.
+
+        Local: shares memory with the tensor. Global: collective (every rank must call it);
+        partial layouts come back reduced, and every rank gets the whole logical value.
+        """
+        if self._placement is None:
+            return _to_host(self._data)
+        from ._layout import gather_value
+
+        return _to_host(gather_value(self))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> numpy.ndarray:
+        value = self.numpy()
+        return value if dtype is None else value.astype(dtype, copy=False)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._local_for("__dlpack__").__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return self._local_for("__dlpack_device__").__dlpack_device__()
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise ValueError(f"item() needs a tensor of one element, this one has {self.numel()}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        """The value as (nested) Python lists."""
+        return self.numpy().tolist()
+
+    def to_local(self) -> Tensor:
+        """This rank's shard of a global tensor (empty on a rank outside the placement)."""
+        if self._placement is None:
+            raise RuntimeError("Expected global tensor for to_local but got local tensor!")
+        from ._layout import to_local
+
+        return to_local(self)
+
+    def to_global(self, placement: Placement | None = None, sbp: Any = None, *,
+                  grad_sbp: Any = None, check_meta: bool = True) -> Tensor:
+        """Make a global tensor, or redistribute one (collective: every rank calls it).
+
+        Args:
+            placement: the target placement (default: keep).
+            sbp: the target layout, one per mesh axis or one for a 1-D placement (default: keep).
+            grad_sbp: layout the gradient is converted to in backward (autograd).
+            check_meta: on a local tensor, gather shapes and dtypes and check they fit the
+                layout (one small collective); False trusts that all local shapes are equal.
+
+        Returns:
+            The global tensor (``self`` when nothing changes).
+
+        Example:
+            >>> x = flow.randn(2, 5).to_global(flow.placement("cpu", [0, 1]), flow.sbp.split(0))
+            >>> x.shape    # on 2 ranks
+            mpiflow.Size([4, 5])
+        """
+        from ._layout import to_global
+
+        return to_global(self, placement, sbp, grad_sbp=grad_sbp, check_meta=check_meta)
+
+    def _local_for(self, what: str) -> Any:
+        if self._placement is not None:
+            raise RuntimeError(f"{what} needs a local tensor; call to_local() or numpy() first")
+        return self._data
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data, outside autograd."""
+        return Tensor(self._data, self._placement, self._sbp, self._shape)
+
+    def clone(self) -> Tensor:
+        """A copy with its own memory (and the same layout)."""
+        from . import ops
+
+        return ops.clone(self)
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Convert dtype and/or device: ``to(flow.float64)``, ``to("cpu")``, ``to(other)``."""
+        from . import ops
+
+        return ops.to(self, *args, **kwargs)
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"mpiflow.{self.dtype.name}"
+        return self.to(dtype)
+
+    def float(self) -> Tensor:
+        return self.to(_dtypes.float32)
+
+    def double(self) -> Tensor:
+        return self.to(_dtypes.float64)
+
+    def half(self) -> Tensor:
+        return self.to(_dtypes.float16)
+
+    def long(self) -> Tensor:
+        return self.to(_dtypes.int64)
+
+    def int(self) -> Tensor:
+        return self.to(_dtypes.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(_dtypes.bool)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self) -> Tensor:
+        return self.to("cuda")
+
+    # -- Python protocol -------------------------------------------------------------------
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __bool__(self) -> builtins.bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"the truth value of a tensor of {self.numel()} elements is "
+                               "ambiguous; use .any() or .all()")
+        return builtins.bool(self.item())
+
+    def __float__(self) -> builtins.float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> builtins.int:
+        return builtins.int(self.item())
+
+    def __index__(self) -> builtins.int:
+        if self.dtype.numpy.kind not in "iu":
+            raise TypeError("only integer tensors can be used as an index")
+        return builtins.int(self.item())
+
+    def __hash__(self) -> builtins.int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return _format(self)
+
+
+def _to_host(array: Any) -> numpy.ndarray:
+    if isinstance(array, numpy.ndarray):
+        return array
+    get = getattr(array, "get", None)
+    return numpy.asarray(get() if get is not None else array)
+
+
+def _format(t: Tensor) -> str:
+    """The repr; for a global tensor it shows the local shard and never communicates."""
+    data = _to_host(t._data)
+    body = numpy.array2string(data, separator=", ", prefix="tensor(", threshold=200,
+                              edgeitems=3)
+    extras = []
+    if t._placement is not None:
+        extras.append(f"placement={t._placement!r}")
+        extras.append(f"sbp=({', '.join(repr(s) for s in t.sbp)},)" if len(t.sbp) == 1
+                      else f"sbp=({', '.join(repr(s) for s in t.sbp)})")
+        extras.append(f"shape={t.shape!r}")
+    if t.dtype not in (_dtypes.float32, _dtypes.int64, _dtypes.bool) or data.size == 0:
+        extras.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    head = "local shard " if t._placement is not None else ""
+    return f"tensor({head}{body}" + "".join(f", {e}" for e in extras) + ")"

@@ -1,0 +1,20 @@
+"""mpiflow's ops on local and global tensors: one definition each (kernel, shape, dtype and
+layout rules side by side), exposed as functions and as Tensor methods."""
+
+from . import methods as _methods
+from .engine import OpDef, apply
+from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
+from .indexing import __all__ as _indexing_all
+from .linalg import *  # noqa: F403
+from .linalg import __all__ as _linalg_all
+from .pointwise import *  # noqa: F403
+from .pointwise import __all__ as _pointwise_all
+from .reduction import *  # noqa: F403
+from .reduction import __all__ as _reduction_all
+from .shape import *  # noqa: F403
+from .shape import __all__ as _shape_all
+
+_methods.install()
+
+__all__ = ["OpDef", "apply", *_pointwise_all, *_reduction_all, *_linalg_all, *_shape_all,
+           *_indexing_all]

@@ -1,0 +1,337 @@
+"""Indexing: ``tensor[index]`` and ``tensor[index] = value`` on local and global tensors.
+
+Basic indices are ints, slices (any step, negative bounds), ``None`` and ``...``; advanced
+indices are integer or boolean arrays, lists and tensors, as numpy.
+
+Layouts of global tensors (per mesh axis):
+
+- basic ``__getitem__``: a split dim indexed by a full slice ``:`` keeps its split, renumbered
+  for the dims that ints remove and ``None`` adds; a split dim indexed any other way is
+  gathered first; partial layouts stay partial (indexing only selects elements).
+- advanced ``__getitem__``: the input is gathered to ``B`` (partial layouts stay partial) and
+  indexed on every rank. Index tensors that are global are gathered too; local index arrays
+  and tensors must be the same on every rank.
+- basic ``__setitem__``: no communication beyond making ``value`` whole (``B``): each rank
+  writes the part of the indexed region inside its shard. On partial axes the rank at
+  coordinate 0 writes the value and the others the reduction's identity, so that the
+  logical value is numpy's.
+- advanced ``__setitem__``: the whole value is gathered, written, and laid out again.
+
+Local results of basic indexing share memory with their input (numpy views).
+
+Example:
+    >>> import mpiflow as flow
+    >>> x = flow.arange(12).reshape(3, 4)
+    >>> x[1:, ::-2].tolist(), x[x > 9].tolist()
+    ([[7, 5], [11, 9]], [10, 11])
+    >>> x[0, 1:3] = -1
+    >>> x[0].tolist()
+    [0, -1, -1, 3]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .._array_module import array_module, is_array
+from .._runtime import topology
+from .._tensor import Tensor
+from ..boxing.execute import redistribute
+from ..boxing.plan import Layout
+from ..boxing.shards import fill_op, shard_bounds
+from ..sbp import Partial, Split, partial_max, partial_min, partial_sum
+from .engine import B, Context, OpDef, Signature, apply
+from .methods import bind
+
+__all__ = ["getitem", "setitem"]
+
+Shape = tuple[int, ...]
+Basic = tuple[int | slice | None, ...]  # one entry per input dim, plus None for new dims
+_PARTIALS = (partial_sum, partial_max, partial_min)
+_FULL = slice(None)
+
+
+# -- index normalization -------------------------------------------------------------------------
+def _as_tuple(index: Any) -> tuple[Any, ...]:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _entry(item: Any) -> Any:
+    """One index entry with 0-d integer tensors and numpy integers turned into ints."""
+    if isinstance(item, Tensor) and item.ndim == 0 and item.dtype.numpy.kind in "iu":
+        return int(item)  # collective for a global index tensor, as every global op
+    if isinstance(item, numpy.integer):
+        return int(item)
+    return item
+
+
+def _is_basic(item: Any) -> bool:
+    return (item is None or item is Ellipsis or isinstance(item, slice)
+            or (isinstance(item, int) and not isinstance(item, bool)))
+
+
+def _expand_basic(items: tuple[Any, ...], shape: Shape) -> Basic:
+    """The basic index with ``...`` expanded, ints made non-negative and checked, full slices
+    written as ``slice(None)``, and ``:`` added for trailing dims."""
+    ellipses = sum(item is Ellipsis for item in items)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(item is not None and item is not Ellipsis for item in items)
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    out: list[int | slice | None] = []
+    dim = 0
+    for item in items:
+        if item is Ellipsis:
+            out.extend([_FULL] * (len(shape) - used))
+            dim += len(shape) - used
+        elif item is None:
+            out.append(None)
+        elif isinstance(item, slice):
+            full = item.indices(shape[dim]) == (0, shape[dim], 1)
+            out.append(_FULL if full else item)
+            dim += 1
+        else:
+            n = shape[dim]
+            if not -n <= item < n:
+                raise IndexError(f"index {item} is out of bounds for dimension {dim} with "
+                                 f"size {n}")
+            out.append(item % n)
+            dim += 1
+    out.extend([_FULL] * (len(shape) - dim))
+    return tuple(out)
+
+
+def _basic_shape(shape: Shape, *, index: Basic) -> Shape:
+    out, dim = [], 0
+    for item in index:
+        if item is None:
+            out.append(1)
+            continue
+        if isinstance(item, slice):
+            out.append(len(range(*item.indices(shape[dim]))))
+        dim += 1
+    return tuple(out)
+
+
+def _basic_layouts(shape: Shape, *, index: Basic) -> list[Signature]:
+    sigs: list[Signature] = []
+    dim = pos = 0
+    for item in index:
+        if item is None:
+            pos += 1
+            continue
+        if isinstance(item, slice):
+            if item == _FULL:
+                sigs.append(((Split(dim),), Split(pos)))
+            pos += 1
+        dim += 1
+    return sigs + [((p,), p) for p in _PARTIALS]
+
+
+def _basic_kernel(ctx: Context, a: Any, *, index: Basic) -> Any:
+    # Split dims are indexed by ':' only, so the same index fits every shard. The trailing
+    # '...' makes numpy return a 0-d view rather than a scalar copy.
+    return a[(*index, Ellipsis)]
+
+
+GETITEM = OpDef("getitem", _basic_kernel, _basic_shape, _basic_layouts)
+
+
+def _host(array: Any) -> numpy.ndarray:
+    get = getattr(array, "get", None)
+    return numpy.asarray(get() if get is not None else array)
+
+
+def _advanced_parts(items: tuple[Any, ...], is_global: bool) -> tuple[Any, ...]:
+    """The index with tensors replaced by arrays: the whole value of global index tensors
+    (collective), the data of local ones; a local target refuses global index tensors."""
+    out = []
+    for item in items:
+        if isinstance(item, Tensor):
+            if item.is_global and not is_global:
+                raise TypeError("a local tensor cannot be indexed by a global tensor; use "
+                                "to_local() or numpy() on the index first")
+            item = item.numpy() if item.is_global else item._data
+        elif isinstance(item, list):
+            item = numpy.asarray(item)
+        out.append(item)
+    return tuple(out)
+
+
+def _advanced_shape(shape: Shape, *, index: tuple[Any, ...]) -> Shape:
+    # Index a zero-byte stand-in: numpy's rules give the shape, no data is touched.
+    stand_in = numpy.empty(shape, dtype=numpy.dtype([]))
+    host = tuple(_host(item) if is_array(item) else item for item in index)
+    return tuple(stand_in[host].shape)
+
+
+def _advanced_layouts(shape: Shape, *, index: tuple[Any, ...]) -> list[Signature]:
+    return [((p,), p) for p in _PARTIALS]  # anything else is gathered to B first
+
+
+def _advanced_kernel(ctx: Context, a: Any, *, index: tuple[Any, ...]) -> Any:
+    return a[tuple(ctx.xp.asarray(item) if is_array(item) else item for item in index)]
+
+
+INDEX = OpDef("index", _advanced_kernel, _advanced_shape, _advanced_layouts)
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    """``input[index]``, numpy's indexing (``Tensor.__getitem__``).
+
+    Args:
+        input: a local or global tensor.
+        index: ints, slices, None, ``...``, or (advanced) integer/boolean arrays, lists and
+            tensors, alone or in a tuple.
+
+    Returns:
+        The selection: a view for basic indices of a local tensor, else a new tensor. A global
+        input gives a global result (advanced indices gather the input first, see the module).
+
+    Example:
+        >>> flow.arange(6).reshape(2, 3)[:, None, -1].tolist()
+        [[2], [5]]
+    """
+    items = tuple(_entry(item) for item in _as_tuple(index))
+    if all(_is_basic(item) for item in items):
+        return apply(GETITEM, input, index=_expand_basic(items, tuple(input.shape)))
+    return apply(INDEX, input, index=_advanced_parts(items, input.is_global))
+
+
+# -- setitem -------------------------------------------------------------------------------------
+def _value_array(value: Any, target: Tensor) -> Any:
+    """``value`` as an array (or number) holding its whole value on every rank."""
+    if isinstance(value, Tensor):
+        if value.is_global:
+            if not target.is_global:
+                raise TypeError("cannot assign a global tensor into a local one; use "
+                                "to_local() or numpy() on the value first")
+            whole = value.to_global(target.placement, (B,) * target.placement.ndim)
+            return whole._data
+        return value._data
+    return value
+
+
+def _fit(value: Any, shape: Shape, xp: Any) -> Any:
+    """``value`` broadcast to ``shape`` (leading size-1 dims beyond it dropped, as PyTorch)."""
+    array = xp.asarray(value)
+    while array.ndim > len(shape) and array.shape[0] == 1:
+        array = array[0]
+    try:
+        return xp.broadcast_to(array, shape)
+    except ValueError:
+        raise ValueError(f"cannot assign a value of shape {tuple(array.shape)} to an indexed "
+                         f"region of shape {shape}") from None
+
+
+def _clip(item: slice, n: int, lo: int, hi: int) -> tuple[slice, slice] | None:
+    """The part of the selection ``item`` of a dim of ``n`` that lies in ``[lo, hi)``.
+
+    Returns:
+        (the slice into a shard holding ``[lo, hi)``, the slice of the selection's positions),
+        or None when they do not meet.
+    """
+    start, _, step = item.indices(n)
+    count = len(range(*item.indices(n)))
+    if step > 0:
+        first = max(0, -(-(lo - start) // step))
+        last = min(count, -(-(hi - start) // step))
+    else:
+        first = max(0, (start - hi) // -step + 1)
+        last = min(count, (start - lo) // -step + 1)
+    if first >= last:
+        return None
+    begin = start + step * first - lo
+    end = begin + step * (last - first)
+    return slice(begin, end if end >= 0 else None, step), slice(first, last)
+
+
+def _set_basic_global(target: Tensor, index: Basic, value: Any) -> None:
+    """Each rank writes the part of the region ``index`` that its shard holds."""
+    placement, sbp = target.placement, target.sbp
+    shape = tuple(target.shape)
+    data = _value_array(value, target)
+    coords = placement.coordinates(topology.rank)
+    if coords is None:
+        return
+    xp = array_module(target._data)
+    region = _fit(data, _basic_shape(shape, index=index), xp)
+    bounds = shard_bounds(shape, placement.mesh_shape, sbp, coords)
+    local: list[int | slice | None] = []
+    part: list[slice] = []
+    dim = 0
+    for item in index:
+        if item is None:
+            local.append(None)
+            part.append(_FULL)
+            continue
+        lo, hi = bounds[dim]
+        if isinstance(item, slice):
+            clipped = _clip(item, shape[dim], lo, hi)
+            if clipped is None:
+                return
+            local.append(clipped[0])
+            part.append(clipped[1])
+        else:
+            if not lo <= item < hi:
+                return
+            local.append(item - lo)
+        dim += 1
+    piece = region[tuple(part)]
+    partial = [a for a, s in enumerate(sbp) if isinstance(s, Partial) and coords[a] != 0]
+    if partial:  # the logical value reduces over partial axes: only coordinate 0 writes it
+        piece = fill_op(sbp, coords, partial[0]).identity(target._data.dtype)
+    target._data[(*local, Ellipsis)] = piece
+
+
+def _set_gathered(target: Tensor, index: tuple[Any, ...], value: Any) -> None:
+    """Gather the whole value, write ``index`` there, and keep this rank's shard."""
+    shape = tuple(target.shape)
+    layout = Layout(target.placement, target.sbp)
+    whole_layout = Layout(target.placement, (B,) * target.placement.ndim)
+    data = _value_array(value, target)
+    whole = redistribute(target._data, shape, layout, whole_layout)
+    if topology.rank in target.placement:  # (for a B target, whole is target._data)
+        xp = array_module(whole)
+        whole[tuple(xp.asarray(i) if is_array(i) else i for i in index)] = data
+    target._data[...] = redistribute(whole, shape, whole_layout, layout)
+
+
+def setitem(target: Tensor, index: Any, value: Any) -> None:
+    """``target[index] = value`` in place (``Tensor.__setitem__``), numpy's semantics.
+
+    Args:
+        target: a local or global tensor; its array is written in place and its version
+            counter bumped.
+        index: as :func:`getitem`.
+        value: a number, an array, or a tensor broadcastable to the indexed region. For a
+            global target, arrays and local tensors must be the same on every rank; a global
+            value is made whole (``B``) first.
+
+    Example:
+        >>> x = flow.zeros(2, 3)
+        >>> x[:, 1] = flow.tensor([1.0, 2.0])
+        >>> x.tolist()
+        [[0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
+    """
+    items = tuple(_entry(item) for item in _as_tuple(index))
+    basic = all(_is_basic(item) for item in items)
+    if not target.is_global:
+        data = _value_array(value, target)
+        key = (*_expand_basic(items, tuple(target.shape)), Ellipsis) if basic else \
+            _advanced_parts(items, False)
+        if is_array(data) and array_module(data) is not array_module(target._data):
+            raise TypeError("the value lives on another device than the tensor")
+        target._data[key] = data
+    elif basic:
+        _set_basic_global(target, _expand_basic(items, tuple(target.shape)), value)
+    else:
+        _set_gathered(target, _advanced_parts(items, True), value)
+    target._version += 1
+
+
+bind("__getitem__", getitem)
+bind("__setitem__", setitem)

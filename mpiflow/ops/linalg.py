@@ -1,0 +1,204 @@
+"""Matrix products (``matmul``, ``mm``, ``bmm``, ``dot``, ``mv``, ``outer``, ``@``) on local and
+global tensors.
+
+One op, :data:`MATMUL`, serves them all with numpy's ``matmul`` semantics: a 1-D first operand
+is a row vector and a 1-D second operand a column vector (their dimension is dropped from the
+result), and batch dimensions broadcast. Its layout rule (per mesh axis), in the operands' own
+dimensions:
+
+- a batch dim split on both operands (or on one, the other broadcasting over it) -> that batch
+  dim of the output split;
+- rows of the first split, second broadcast -> rows split (``S0 x B -> S0`` in 2-D);
+- columns of the second split, first broadcast -> columns split (``B x S1 -> S1``);
+- the contracted dim split on both -> partial sum (``S1 x S0 -> P``);
+- ``P x B -> P`` and ``B x P -> P`` (the product is linear in each operand).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .._tensor import Tensor
+from ..sbp import Partial, SbpParallel, Split
+from .engine import B, Context, OpDef, Signature, apply
+from .methods import bind
+
+__all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer"]
+
+Shape = tuple[int, ...]
+P = Partial()
+
+
+def _split_or_b(shape: Shape, dim: int, extent: int) -> SbpParallel:
+    """``S(dim)`` where ``shape`` has the output's extent at ``dim``, else B (broadcast)."""
+    return Split(dim) if dim >= 0 and shape[dim] == extent else B
+
+
+def _batch_shape(a: Shape, b: Shape) -> Shape:
+    try:
+        return tuple(numpy.broadcast_shapes(a[:-2], b[:-2]))
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions of shapes {a} and {b} cannot be broadcast "
+                         "together") from None
+
+
+def _matmul_shape(a: Shape, b: Shape, **_: Any) -> Shape:
+    """numpy's ``matmul`` result shape; a ``ValueError`` names the shapes when they do not fit."""
+    if not a or not b:
+        raise ValueError(f"matmul: both arguments need at least 1 dimension, got shapes {a} and "
+                         f"{b}")
+    k_a = a[-1]
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if k_a != k_b:
+        raise ValueError(f"matmul: shapes {a} and {b} cannot be multiplied ({k_a} != {k_b})")
+    rows = a[-2:-1] if len(a) >= 2 else ()
+    cols = b[-1:] if len(b) >= 2 else ()
+    return _batch_shape(a, b) + rows + cols
+
+
+def _matmul_layouts(a: Shape, b: Shape, **_: Any) -> list[Signature]:
+    """The signatures of the module docstring, batch splits first."""
+    batch = _batch_shape(a, b)
+    nbatch = len(batch)
+    sigs: list[Signature] = []
+    for i, extent in enumerate(batch):
+        ins = tuple(_split_or_b(s, i - nbatch + len(s) - 2, extent) if len(s) > 2 else B
+                    for s in (a, b))
+        if ins != (B, B):
+            sigs.append((ins, Split(i)))
+    out_ndim = nbatch + (len(a) >= 2) + (len(b) >= 2)
+    if len(a) >= 2:
+        sigs.append(((Split(len(a) - 2), B), Split(nbatch)))
+    if len(b) >= 2:
+        sigs.append(((B, Split(len(b) - 1)), Split(out_ndim - 1)))
+    sigs.append(((Split(len(a) - 1), Split(0 if len(b) == 1 else len(b) - 2)), P))
+    sigs += [((P, B), P), ((B, P), P)]
+    return sigs
+
+
+def _matmul_kernel(ctx: Context, a: Any, b: Any, **_: Any) -> Any:
+    return ctx.xp.matmul(a, b)
+
+
+MATMUL = OpDef("matmul", _matmul_kernel, _matmul_shape, _matmul_layouts)
+
+
+def _outer_shape(a: Shape, b: Shape, **_: Any) -> Shape:
+    if len(a) != 1 or len(b) != 1:
+        raise ValueError(f"outer: both arguments must be 1-D, got shapes {a} and {b}")
+    return (a[0], b[0])
+
+
+def _outer_layouts(a: Shape, b: Shape, **_: Any) -> list[Signature]:
+    return [((Split(0), B), Split(0)), ((B, Split(0)), Split(1)), ((P, B), P), ((B, P), P)]
+
+
+OUTER = OpDef("outer", lambda ctx, a, b, **_: a[:, None] * b[None, :], _outer_shape,
+              _outer_layouts)
+
+
+def _tensor(value: Any, like: Tensor) -> Tensor:
+    """``value`` as a tensor: arrays and lists become local tensors beside a local ``like``."""
+    if isinstance(value, Tensor):
+        return value
+    if like.is_global:
+        raise TypeError(f"matmul: a global tensor multiplies only tensors, got "
+                        f"{type(value).__name__}")
+    from ..creation import tensor
+
+    return tensor(value)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """The matrix product with numpy/PyTorch semantics (1-D operands, broadcast batches).
+
+    Args:
+        input: ``(..., n, k)`` or a 1-D ``(k,)`` (a row vector; its dim is dropped).
+        other: ``(..., k, m)`` or a 1-D ``(k,)`` (a column vector; its dim is dropped).
+
+    Returns:
+        The product, of shape ``broadcast(batch) + (n,) + (m,)`` less dropped vector dims.
+        On global tensors the layout follows the signatures of this module's docstring, e.g.
+        ``S(0) @ B -> S(0)`` and ``S(1) @ S(0) -> P``.
+
+    Raises:
+        ValueError: a 0-d operand, or shapes that do not fit.
+
+    Example:
+        >>> flow.matmul(flow.tensor([[1, 2], [3, 4]]), flow.tensor([1, 1])).tolist()
+        [3, 7]
+    """
+    if not isinstance(input, Tensor):
+        input = _tensor(input, other)
+    return apply(MATMUL, input, _tensor(other, input))
+
+
+def _check_ndim(name: str, want: tuple[int, int], input: Tensor, other: Tensor) -> None:
+    if (input.ndim, other.ndim) != want:
+        raise ValueError(f"{name}: expected {want[0]}-D and {want[1]}-D operands, got shapes "
+                         f"{tuple(input.shape)} and {tuple(other.shape)}")
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """The product of two matrices ``(n, k) @ (k, m)`` (no broadcasting).
+
+    Example:
+        >>> flow.mm(flow.tensor([[1, 2]]), flow.tensor([[3], [4]])).tolist()
+        [[11]]
+    """
+    _check_ndim("mm", (2, 2), input, mat2)
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched products ``(b, n, k) @ (b, k, m)``; batch sizes must be equal.
+
+    Example:
+        >>> flow.bmm(flow.ones(2, 1, 3), flow.ones(2, 3, 1)).shape
+        mpiflow.Size([2, 1, 1])
+    """
+    _check_ndim("bmm", (3, 3), input, mat2)
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError(f"bmm: batch sizes differ: shapes {tuple(input.shape)} and "
+                         f"{tuple(mat2.shape)}")
+    return matmul(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors of the same length (a 0-d tensor).
+
+    Example:
+        >>> flow.dot(flow.tensor([1, 2, 3]), flow.tensor([4, 5, 6])).item()
+        32
+    """
+    _check_ndim("dot", (1, 1), input, other)
+    return matmul(input, other)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """The product of a matrix ``(n, k)`` and a vector ``(k,)``: a vector ``(n,)``.
+
+    Example:
+        >>> flow.mv(flow.tensor([[1, 2], [3, 4]]), flow.tensor([1, 0])).tolist()
+        [1, 3]
+    """
+    _check_ndim("mv", (2, 1), input, vec)
+    return matmul(input, vec)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """The outer product of two vectors ``(n,)`` and ``(m,)``: ``(n, m)``.
+
+    Example:
+        >>> flow.outer(flow.tensor([1, 2]), flow.tensor([3, 4])).tolist()
+        [[3, 4], [6, 8]]
+    """
+    return apply(OUTER, input, vec2)
+
+
+for _name in __all__:
+    bind(_name, globals()[_name])
+bind("__matmul__", matmul)
+bind("__rmatmul__", lambda self, other: matmul(_tensor(other, self), self))

@@ -1,0 +1,549 @@
+"""Shape ops: reshape, transpose, squeeze, cat, stack, split, flip: kernels and layout rules.
+
+Every op rearranges or selects elements without combining them, so a partial layout of any
+reduction stays partial (``P -> P``). Split layouts, per mesh axis:
+
+- ``permute``/``transpose``: output ``S(i)`` <- input ``S(perm[i])``.
+- ``reshape``/``view``/``flatten``: input ``S(d)`` -> output ``S(d')`` only where the shards
+  hold exactly the same elements: the dims before ``d`` and before ``d'`` have the same
+  number of elements and the balanced shard boundaries of ``d`` and ``d'`` coincide, for
+  every mesh axis size and every nesting of them (the check is concrete). Otherwise the
+  engine gathers that axis to ``B`` first.
+- ``squeeze``/``unsqueeze``/``stack``: a split dim keeps its split, renumbered.
+- ``cat``/``split``/``chunk``/``flip``: a split on any dim but the one concatenated, cut
+  or flipped is kept; a split on that dim is gathered first.
+
+Local results share memory with their input where the array module allows it (as PyTorch's
+views); ``cat``, ``stack`` and ``flip`` always copy.
+
+Example:
+    >>> import mpiflow as flow
+    >>> x = flow.tensor([[1, 2, 3], [4, 5, 6]])
+    >>> x.reshape(3, -1).shape, x.t().shape, flow.cat([x, x], dim=1).shape
+    (mpiflow.Size([3, 2]), mpiflow.Size([3, 2]), mpiflow.Size([2, 6]))
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .._tensor import Tensor
+from ..sbp import Split, balanced_bounds, partial_max, partial_min, partial_sum
+from .engine import B, Context, OpDef, Signature, apply
+from .methods import bind
+
+__all__ = [
+    "reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
+    "unsqueeze", "cat", "concat", "stack", "split", "chunk", "flip", "contiguous",
+]
+
+Shape = tuple[int, ...]
+_PARTIALS = (partial_sum, partial_max, partial_min)
+
+
+def _keep_partial(n_inputs: int = 1) -> list[Signature]:
+    """``P..P -> P`` for every reduction: the op only moves or selects elements."""
+    return [((p,) * n_inputs, p) for p in _PARTIALS]
+
+
+def _dim(dim: int, ndim: int, *, extra: int = 0) -> int:
+    """``dim`` as a non-negative index into ``ndim + extra`` dims (PyTorch's wrapping)."""
+    n = max(ndim + extra, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+def _dims_arg(dims: Sequence[Any]) -> tuple[int, ...]:
+    """Shape/dims given as ``f(2, 3)`` or ``f((2, 3))``."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return tuple(int(d) for d in dims)
+
+
+# -- reshape / view / flatten --------------------------------------------------------------------
+def _infer_size(size: Shape, numel: int) -> Shape:
+    """``size`` with its one ``-1`` replaced by the extent that keeps ``numel`` elements."""
+    unknown = [i for i, d in enumerate(size) if d == -1]
+    if len(unknown) > 1:
+        raise RuntimeError(f"only one dimension can be inferred, got shape {list(size)}")
+    if any(d < -1 for d in size):
+        raise RuntimeError(f"invalid shape dimension in {list(size)}")
+    known = math.prod(d for d in size if d != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(size)}' is invalid for input of size {numel}")
+        size = size[:unknown[0]] + (numel // known,) + size[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(size)}' is invalid for input of size {numel}")
+    return size
+
+
+def _same_parts(n: int, inner: int, m: int, inner2: int, ks: Sequence[int]) -> bool:
+    """Whether ``n`` rows of ``inner`` elements and ``m`` rows of ``inner2``, split by the
+    balanced rule nested over mesh sizes ``ks``, give every part the same elements."""
+    if not ks:
+        return True
+    for i in range(ks[0]):
+        s, e = balanced_bounds(n, ks[0], i)
+        s2, e2 = balanced_bounds(m, ks[0], i)
+        if s == e and s2 == e2:
+            continue
+        if s * inner != s2 * inner2 or e * inner != e2 * inner2:
+            return False
+        if not _same_parts(e - s, inner, e2 - s2, inner2, ks[1:]):
+            return False
+    return True
+
+
+def reshape_split_map(shape: Shape, size: Shape, mesh: Shape) -> dict[int, int]:
+    """Input dims whose split can stay a split (of the returned output dim) through a reshape.
+
+    Args:
+        shape: the input's logical shape.
+        size: the output's logical shape (same number of elements).
+        mesh: the placement's mesh shape; the map holds for each mesh axis size and every
+            nesting of mesh axes that split the same dim.
+
+    Returns:
+        ``{input_dim: output_dim}``.
+
+    Example:
+        >>> reshape_split_map((6, 4), (24,), (3,)), reshape_split_map((5, 4), (20,), (2,))
+        ({0: 0}, {})
+    """
+    total = math.prod(shape)
+    if total == 0:
+        return {}
+    nestings = [tuple(mesh[a] for a in axes) for r in range(1, len(mesh) + 1)
+                for axes in itertools.combinations(range(len(mesh)), r)]
+    found: dict[int, int] = {}
+    for d, n in enumerate(shape):
+        before = math.prod(shape[:d])
+        for d2, m in enumerate(size):
+            if math.prod(size[:d2]) != before:
+                continue
+            inner, inner2 = total // before // n, total // before // m
+            if all(_same_parts(n, inner, m, inner2, ks) for ks in nestings):
+                found[d] = d2
+                break
+    return found
+
+
+def _reshape_shape(shape: Shape, *, size: Shape, mesh: Shape) -> Shape:
+    return size
+
+
+def _reshape_layouts(shape: Shape, *, size: Shape, mesh: Shape) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),), Split(d2))
+                             for d, d2 in reshape_split_map(shape, size, mesh).items()]
+    return sigs + _keep_partial()
+
+
+def _reshape_kernel(ctx: Context, a: Any, *, size: Shape, mesh: Shape) -> Any:
+    return a.reshape(ctx.out_shape)
+
+
+RESHAPE = OpDef("reshape", _reshape_kernel, _reshape_shape, _reshape_layouts)
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """``input`` with a new shape of the same number of elements; one extent may be -1.
+
+    Args:
+        input: a local or global tensor.
+        shape: the new shape, as ints or one tuple/list.
+
+    Returns:
+        A tensor sharing ``input``'s memory where the array module can (a view).
+
+    Example:
+        >>> flow.arange(6).reshape(2, -1).shape
+        mpiflow.Size([2, 3])
+    """
+    size = _infer_size(_dims_arg(shape), input.numel())
+    mesh = input.placement.mesh_shape if input.is_global else ()
+    return apply(RESHAPE, input, size=size, mesh=mesh)
+
+
+view = reshape  # no strides here: a view is a reshape that shares memory where it can
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """``input`` with dims ``start_dim..end_dim`` merged into one.
+
+    Args:
+        input: a tensor.
+        start_dim, end_dim: the first and last dims to merge (negative counts from the end).
+
+    Returns:
+        The reshaped tensor (a 0-d input gives shape ``(1,)``).
+
+    Example:
+        >>> flow.zeros(2, 3, 4).flatten(1).shape
+        mpiflow.Size([2, 12])
+    """
+    shape = tuple(input.shape)
+    if not shape:
+        return reshape(input, 1)
+    start, end = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return reshape(input, *shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
+
+
+# -- permute / transpose -------------------------------------------------------------------------
+def _permute_shape(shape: Shape, *, perm: Shape) -> Shape:
+    return tuple(shape[p] for p in perm)
+
+
+def _permute_layouts(shape: Shape, *, perm: Shape) -> list[Signature]:
+    sigs: list[Signature] = [((Split(p),), Split(i)) for i, p in enumerate(perm)]
+    return sigs + _keep_partial()
+
+
+def _permute_kernel(ctx: Context, a: Any, *, perm: Shape) -> Any:
+    return ctx.xp.transpose(a, perm)
+
+
+PERMUTE = OpDef("permute", _permute_kernel, _permute_shape, _permute_layouts)
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    """``input`` with its dims reordered: output dim ``i`` is input dim ``dims[i]``.
+
+    Args:
+        input: a tensor.
+        dims: a permutation of the dims, as ints or one tuple/list (negative allowed).
+
+    Returns:
+        The permuted tensor (a view for local tensors).
+
+    Example:
+        >>> flow.zeros(2, 3, 4).permute(2, 0, 1).shape
+        mpiflow.Size([4, 2, 3])
+    """
+    perm = tuple(_dim(d, input.ndim) for d in _dims_arg(dims))
+    if sorted(perm) != list(range(input.ndim)):
+        raise RuntimeError(f"permute: {list(_dims_arg(dims))} is not a permutation of the "
+                           f"{input.ndim} dims of a tensor of shape {tuple(input.shape)}")
+    return apply(PERMUTE, input, perm=perm)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``input`` with dims ``dim0`` and ``dim1`` swapped.
+
+    Args:
+        input: a tensor.
+        dim0, dim1: the two dims (negative counts from the end).
+
+    Returns:
+        The transposed tensor (a view for local tensors).
+
+    Example:
+        >>> flow.zeros(2, 3, 4).transpose(0, -1).shape
+        mpiflow.Size([4, 3, 2])
+    """
+    perm = list(range(input.ndim))
+    a, b = _dim(dim0, input.ndim), _dim(dim1, input.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return apply(PERMUTE, input, perm=tuple(perm))
+
+
+swapaxes = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    """The transpose of a tensor of at most 2 dims (0-d and 1-d come back as they are).
+
+    Example:
+        >>> flow.zeros(2, 3).t().shape
+        mpiflow.Size([3, 2])
+    """
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return input if input.ndim < 2 else transpose(input, 0, 1)
+
+
+def _reversed_dims(input: Tensor) -> Tensor:
+    """``input.T``: the dims in reverse order."""
+    return input if input.ndim < 2 else permute(input, *reversed(range(input.ndim)))
+
+
+# -- squeeze / unsqueeze -------------------------------------------------------------------------
+def _squeeze_shape(shape: Shape, *, dims: Shape) -> Shape:
+    return tuple(n for d, n in enumerate(shape) if d not in dims)
+
+
+def _squeeze_layouts(shape: Shape, *, dims: Shape) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),), Split(d - sum(r < d for r in dims)))
+                             for d in range(len(shape)) if d not in dims]
+    return sigs + _keep_partial()
+
+
+def _squeeze_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
+    return ctx.xp.squeeze(a, axis=dims) if dims else a
+
+
+SQUEEZE = OpDef("squeeze", _squeeze_kernel, _squeeze_shape, _squeeze_layouts)
+
+
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """``input`` without its size-1 dims (all of them, or those of ``dim`` that have size 1).
+
+    Args:
+        input: a tensor.
+        dim: a dim or dims to remove if their size is 1; None: every size-1 dim.
+
+    Returns:
+        The squeezed tensor (a view for local tensors).
+
+    Example:
+        >>> flow.zeros(2, 1, 3, 1).squeeze().shape, flow.zeros(2, 1).squeeze(0).shape
+        (mpiflow.Size([2, 3]), mpiflow.Size([2, 1]))
+    """
+    shape = tuple(input.shape)
+    if dim is None:
+        wanted = range(len(shape))
+    else:
+        wanted = [_dim(d, len(shape)) for d in ((dim,) if isinstance(dim, int) else dim)]
+    dims = tuple(sorted({d for d in wanted if shape and shape[d] == 1}))
+    return apply(SQUEEZE, input, dims=dims)
+
+
+def _unsqueeze_shape(shape: Shape, *, dim: int) -> Shape:
+    return shape[:dim] + (1,) + shape[dim:]
+
+
+def _unsqueeze_layouts(shape: Shape, *, dim: int) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),), Split(d if d < dim else d + 1))
+                             for d in range(len(shape))]
+    return sigs + _keep_partial()
+
+
+def _unsqueeze_kernel(ctx: Context, a: Any, *, dim: int) -> Any:
+    return ctx.xp.expand_dims(a, dim)
+
+
+UNSQUEEZE = OpDef("unsqueeze", _unsqueeze_kernel, _unsqueeze_shape, _unsqueeze_layouts)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """``input`` with a new size-1 dim at position ``dim`` (negative: from the end).
+
+    Example:
+        >>> flow.zeros(2, 3).unsqueeze(-1).shape
+        mpiflow.Size([2, 3, 1])
+    """
+    return apply(UNSQUEEZE, input, dim=_dim(dim, input.ndim, extra=1))
+
+
+# -- cat / stack -------------------------------------------------------------------------------
+def _cat_shape(*shapes: Shape, dim: int) -> Shape:
+    first = shapes[0]
+    for s in shapes[1:]:
+        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first))
+                                       if i != dim):
+            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {dim}, "
+                               f"got shapes {', '.join(map(str, shapes))}")
+    return first[:dim] + (sum(s[dim] for s in shapes),) + first[dim + 1:]
+
+
+def _cat_layouts(*shapes: Shape, dim: int) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),) * len(shapes), Split(d))
+                             for d in range(len(shapes[0])) if d != dim]
+    return sigs + _keep_partial(len(shapes))
+
+
+def _cat_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
+    return ctx.xp.concatenate([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
+
+
+CAT = OpDef("cat", _cat_kernel, _cat_shape, _cat_layouts)
+
+
+def _tensor_list(tensors: Sequence[Tensor], name: str) -> list[Tensor]:
+    items = list(tensors)
+    if not items:
+        raise ValueError(f"{name}() expects a non-empty sequence of tensors")
+    for item in items:
+        if not isinstance(item, Tensor):
+            raise TypeError(f"{name}() expects tensors, got {type(item).__name__}")
+    return items
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along the existing dim ``dim`` (dtypes promote).
+
+    Args:
+        tensors: tensors of the same shape except along ``dim``, all local or all global on
+            one placement.
+        dim: the dim to join along.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> flow.cat([flow.zeros(2, 3), flow.ones(1, 3)]).shape
+        mpiflow.Size([3, 3])
+    """
+    items = _tensor_list(tensors, "cat")
+    return apply(CAT, *items, dim=_dim(dim, items[0].ndim))
+
+
+concat = cat
+
+
+def _stack_shape(*shapes: Shape, dim: int) -> Shape:
+    if any(s != shapes[0] for s in shapes):
+        raise RuntimeError(f"stack expects each tensor to be equal size, got shapes "
+                           f"{', '.join(map(str, shapes))}")
+    return shapes[0][:dim] + (len(shapes),) + shapes[0][dim:]
+
+
+def _stack_layouts(*shapes: Shape, dim: int) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),) * len(shapes), Split(d if d < dim else d + 1))
+                             for d in range(len(shapes[0]))]
+    return sigs + _keep_partial(len(shapes))
+
+
+def _stack_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
+    return ctx.xp.stack([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
+
+
+STACK = OpDef("stack", _stack_kernel, _stack_shape, _stack_layouts)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors (all of one shape) joined along a new dim ``dim``.
+
+    Example:
+        >>> flow.stack([flow.zeros(2, 3), flow.ones(2, 3)], dim=1).shape
+        mpiflow.Size([2, 2, 3])
+    """
+    items = _tensor_list(tensors, "stack")
+    return apply(STACK, *items, dim=_dim(dim, items[0].ndim, extra=1))
+
+
+# -- split / chunk -------------------------------------------------------------------------------
+def _narrow_shape(shape: Shape, *, dim: int, start: int, stop: int) -> Shape:
+    return shape[:dim] + (stop - start,) + shape[dim + 1:]
+
+
+def _narrow_layouts(shape: Shape, *, dim: int, start: int, stop: int) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),), Split(d)) for d in range(len(shape)) if d != dim]
+    return sigs + _keep_partial()
+
+
+def _narrow_kernel(ctx: Context, a: Any, *, dim: int, start: int, stop: int) -> Any:
+    return a[(slice(None),) * dim + (slice(start, stop),)]
+
+
+NARROW = OpDef("narrow", _narrow_kernel, _narrow_shape, _narrow_layouts)
+
+
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
+    if input.is_global and Split(dim) in input.sbp:  # gather that dim once, not per piece
+        input = input.to_global(sbp=tuple(B if s == Split(dim) else s for s in input.sbp))
+    out, start = [], 0
+    for n in sizes:
+        out.append(apply(NARROW, input, dim=dim, start=start, stop=start + n))
+        start += n
+    return tuple(out)
+
+
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
+          ) -> tuple[Tensor, ...]:
+    """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of
+    the given sizes, as ``torch.split``.
+
+    Args:
+        tensor: a tensor.
+        split_size_or_sections: the size of each piece, or a list of sizes summing to the
+            extent of ``dim``.
+        dim: the dim to cut.
+
+    Returns:
+        A tuple of tensors (views for local tensors).
+
+    Example:
+        >>> [p.shape[0] for p in flow.zeros(5, 2).split(2)]
+        [2, 2, 1]
+    """
+    d = _dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and not (size == 0 and n == 0):
+            raise ValueError(f"split expects a positive split size, got {size}")
+        sizes = [min(size, n - s) for s in range(0, n, size)] if n else [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise ValueError(f"split: sections {sizes} do not sum to {n}, the size of dim {d}")
+    return _pieces(tensor, d, sizes)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
+    (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``.
+
+    Example:
+        >>> [p.shape[0] for p in flow.zeros(5).chunk(3)]
+        [2, 2, 1]
+    """
+    if chunks <= 0:
+        raise ValueError(f"chunk expects `chunks` to be greater than 0, got {chunks}")
+    d = _dim(dim, input.ndim)
+    n = input.shape[d]
+    if n == 0:
+        return _pieces(input, d, [0] * chunks)
+    return split(input, -(-n // chunks), d)
+
+
+# -- flip / contiguous ---------------------------------------------------------------------------
+def _flip_layouts(shape: Shape, *, dims: Shape) -> list[Signature]:
+    sigs: list[Signature] = [((Split(d),), Split(d)) for d in range(len(shape)) if d not in dims]
+    return sigs + _keep_partial()
+
+
+def _flip_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
+    return ctx.xp.flip(a, axis=dims).copy() if dims else a.copy()
+
+
+FLIP = OpDef("flip", _flip_kernel, lambda shape, **_: shape, _flip_layouts)
+
+
+def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
+    """``input`` with the order of elements along ``dims`` reversed (a copy, as PyTorch).
+
+    Example:
+        >>> flow.tensor([[1, 2], [3, 4]]).flip(1).tolist()
+        [[2, 1], [4, 3]]
+    """
+    wanted = (dims,) if isinstance(dims, int) else tuple(dims)
+    normal = tuple(_dim(d, input.ndim) for d in wanted)
+    if len(set(normal)) != len(normal):
+        raise RuntimeError(f"flip: dims {list(wanted)} repeat a dim")
+    return apply(FLIP, input, dims=tuple(sorted(normal)))
+
+
+def contiguous(input: Tensor) -> Tensor:
+    """``input`` itself: mpiflow tensors have no strides to make contiguous.
+
+    Example:
+        >>> x = flow.zeros(2); x.contiguous() is x
+        True
+    """
+    return input
+
+
+for _name in ("reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
+              "unsqueeze", "split", "chunk", "flip", "contiguous"):
+    bind(_name, globals()[_name])
+setattr(Tensor, "T", property(_reversed_dims))  # noqa: B010 - a property, not a method
