@@ -16,7 +16,7 @@ from . import _runtime
 
 _runtime.install_abort_handler()
 
-from . import comm, distributed, env, ops, sbp  # noqa: E402
+from . import comm, distributed, env, nn, ops, sbp  # noqa: E402
 from ._arrays import register_buffer_type as _register_buffer_type  # noqa: E402
 from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402
@@ -58,7 +58,7 @@ dtype = DType
 __all__ = [
     "DType", "ReduceOp", "Size", "Tensor", "__version__", "bool", "comm", "complex64",
     "complex128", "distributed", "double", "dtype", "env", "float", "float16", "float32",
-    "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "ops", "placement",
+    "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "nn", "ops", "placement",
     "sbp", "uint8", "uint16", "uint32", "uint64",
     *_creation_all, *_ops_all, *_random_all,
 ]

@@ -35,7 +35,8 @@ def to_local(t: Tensor) -> Tensor:
 def gather_value(t: Tensor) -> Any:
     """The whole logical value of the global ``t`` on every rank (collective)."""
     everyone = Placement.all(t.placement.type)
-    return redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp), Layout(everyone, (_B,)))
+    return redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp),
+                        Layout(everyone, (_B,)))
 
 
 def _source_ranks(placement: Placement, sbp: tuple[SbpParallel, ...]) -> list[int]:

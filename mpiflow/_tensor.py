@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy
+from numpy import ndarray as _ndarray
 
 from . import dtypes as _dtypes
 from ._array_module import array_module
@@ -22,7 +23,7 @@ from .sbp import SbpParallel
 __all__ = ["Size", "Tensor"]
 
 
-class Size(tuple):  # type: ignore[type-arg]
+class Size(tuple[int, ...]):
     """A tensor shape: a tuple of ints, printed as ``mpiflow.Size([2, 3])``.
 
     Example:
@@ -140,7 +141,7 @@ class Tensor:
         return self.grad_fn is None
 
     # -- conversions -----------------------------------------------------------------------
-    def numpy(self) -> numpy.ndarray:
+    def numpy(self) -> _ndarray:
         """The whole value as a numpy array.
 
         Local: shares memory with the tensor. Global: collective (every rank must call it);
@@ -152,7 +153,7 @@ class Tensor:
 
         return _to_host(gather_value(self))
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> numpy.ndarray:
+    def __array__(self, dtype: Any = None, copy: Any = None) -> _ndarray:
         value = self.numpy()
         return value if dtype is None else value.astype(dtype, copy=False)
 
@@ -253,8 +254,12 @@ class Tensor:
     def cuda(self) -> Tensor:
         return self.to("cuda")
 
+    if TYPE_CHECKING:  # attached by mpiflow.ops at import; declared here for type checkers
+        def __getitem__(self, index: Any) -> Tensor: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
+
     # -- Python protocol -------------------------------------------------------------------
-    def __len__(self) -> int:
+    def __len__(self) -> builtins.int:
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]

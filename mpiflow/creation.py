@@ -39,7 +39,8 @@ __all__ = [
 _B = Broadcast()
 
 
-def _layout(placement: Placement | None, sbp: Any) -> tuple[Placement, tuple[SbpParallel, ...]] | None:
+def _layout(placement: Placement | None, sbp: Any
+            ) -> tuple[Placement, tuple[SbpParallel, ...]] | None:
     if placement is None:
         if sbp is not None:
             raise ValueError("sbp was given without a placement")
@@ -202,6 +203,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
     if topology.rank not in p:
         return Tensor(numpy.empty((0,), dtype=dt), p, s, (length,), requires_grad=requires_grad)
     coords = p.coordinates(topology.rank)
+    assert coords is not None  # a member of the placement has coordinates
     region = shard_slices((length,), p.mesh_shape, s, coords)
     first = region[0].start or 0
     shard_len = local_shape((length,), p, s, topology.rank)[0]

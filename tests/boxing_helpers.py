@@ -96,7 +96,8 @@ def gather_shards(local: Any, shape: tuple[int, ...], layout: Layout) -> dict[in
 def reduced_shards(shards: dict[int, Any], layout: Layout) -> dict[int, Any]:
     """Every placement rank's shard with the partial axes reduced (innermost first)."""
     p = layout.placement
-    by_coords = {p.coordinates(r): shards[r] for r in p.rank_list}
+    coordinates = list(numpy.ndindex(*p.mesh_shape))  # canonical rank order
+    by_coords = {c: shards[r] for c, r in zip(coordinates, p.rank_list, strict=True)}
     for axis in reversed(range(p.ndim)):
         s = layout.sbp[axis]
         if not isinstance(s, Partial):
@@ -110,7 +111,7 @@ def reduced_shards(shards: dict[int, Any], layout: Layout) -> dict[int, Any]:
                 value = _REDUCE[s.op](value, other)
             reduced[coords] = value
         by_coords = reduced
-    return {r: by_coords[p.coordinates(r)] for r in p.rank_list}
+    return {r: by_coords[c] for c, r in zip(coordinates, p.rank_list, strict=True)}
 
 
 def wrong_ranks(local: Any, full: Any, layout: Layout) -> list[str]:

@@ -9,6 +9,7 @@ same verdict and a failure never leaves a rank waiting.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from mpiflow.boxing import Layout, Transfer, plan_redistribution, redistribute
 from mpiflow.communication import count_collectives
+from mpiflow.communication.group import world_comm
 from mpiflow.placement import Placement
 from mpiflow.sbp import Split, broadcast, partial_max, partial_min, partial_sum, split
 
@@ -55,7 +57,7 @@ def _meshes() -> dict[str, Placement]:
 MESHES = _meshes()
 
 
-def _check_all(cases: list[tuple[tuple[int, ...], Layout, Layout]]) -> None:
+def _check_all(cases: Sequence[tuple[tuple[int, ...], Layout, Layout]]) -> None:
     wrong = {}
     for shape, src, dst in cases:
         found = run_case(full_value(shape), src, dst)
@@ -158,12 +160,16 @@ COUNTED = [
 
 
 def _counted(src: Layout, dst: Layout, shape: tuple[int, ...]) -> dict[str, int]:
+    """The calls every rank made, when all ranks made the same ones (else an error string)."""
     local = my_shard(full_value(shape), src)
     redistribute(local, shape, src, dst)  # makes the line communicators, if any
     with count_collectives() as calls:
         out = redistribute(local, shape, src, dst)
-    assert not wrong_ranks(out, full_value(shape), dst)
-    return dict(calls)
+    wrong = wrong_ranks(out, full_value(shape), dst)
+    everyone = world_comm.mpi_comm.allgather(dict(calls))
+    assert not wrong
+    assert all(c == everyone[0] for c in everyone), everyone
+    return dict(everyone[0])
 
 
 @pytest.mark.parametrize(("src_sbp", "dst_sbp", "name"), COUNTED,
@@ -201,7 +207,9 @@ def test_nested_2d_conversions_count_collectives() -> None:
     if SIZE != 4:
         pytest.skip("needs a 2x2 mesh of four ranks")
     p = MESHES["2x2"]
-    assert _counted(Layout(p, (S0, S0)), Layout(p, (S0, B)), (5, 3)) == {"all_gather_v": 1}
+    # (5, 3) as (S0, S0): rows [2 | 1] on mesh row 0, [1 | 1] on row 1: even lines use the
+    # plain collective; (6, 3) is uneven on both rows
+    assert _counted(Layout(p, (S0, S0)), Layout(p, (S0, B)), (6, 3)) == {"all_gather_v": 1}
     assert _counted(Layout(p, (B, B)), Layout(p, (S0, S0)), (5, 3)) == {}
     assert _counted(Layout(p, (P, S1)), Layout(p, (B, S1)), (5, 3)) == {"all_reduce": 1}
     assert _counted(Layout(p, (S0, S1)), Layout(p, (S1, S0)), (5, 3)) == {"all_to_all_v": 1}

@@ -32,7 +32,7 @@ def test_dtypes_have_readable_names_and_convert() -> None:
     assert flow.float is flow.float32 and flow.long is flow.int64 and flow.half is flow.float16
     assert flow.tensor([1, 2], dtype=flow.float64).dtype is flow.float64
     assert flow.tensor([1, 2], dtype="int8").dtype is flow.int8
-    with pytest.raises(TypeError, match="not a dtype|no dtype"):
+    with pytest.raises(TypeError, match=r"not a dtype|no dtype"):
         flow.tensor([1], dtype="not-a-dtype")
 
 

@@ -15,7 +15,7 @@ Example:
 
 from .execute import array_module, line_communicator, redistribute
 from .layout import Layout
-from .plan import Plan, conversion_cost, plan_redistribution, transfer_bytes
+from .plan import Plan, conversion_cost, plan_redistribution, transfer_cost
 from .shards import local_shape, scatter_value, shard_slices
 from .steps import (
     AllGather,
@@ -47,5 +47,5 @@ __all__ = [
     "redistribute",
     "scatter_value",
     "shard_slices",
-    "transfer_bytes",
+    "transfer_cost",
 ]

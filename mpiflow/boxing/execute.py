@@ -58,7 +58,7 @@ def line_communicator(placement: Placement, axis: int) -> Communicator | None:
     """
     key = (placement, axis)
     if key not in _lines:
-        if placement.ndim == 1 and placement.rank_list == tuple(range(world_comm.size)):
+        if placement.mesh_shape[axis] == world_comm.size:  # one line: the whole world
             _lines[key] = world_comm
         else:
             coords = placement.coordinates(world_comm.rank)

@@ -7,7 +7,7 @@ contiguous pieces of one region: the axis' old and new split dims are split by n
 with the same op. Where no chain of valid steps is cheaper, the general :class:`Transfer`
 moves exactly the needed bytes in one world exchange; it is also the only way between
 different placements. The planner searches the cheapest chain (Dijkstra over layouts, costs
-in bytes moved per rank plus a fixed price per collective, no price for making a partial
+in bytes moved per rank plus a price per round of messages, no price for making a partial
 value where the target has one, fewer steps on ties, one-axis collectives before a Transfer).
 
 Example:
@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import itertools
@@ -27,7 +28,7 @@ from fractions import Fraction
 
 from ..sbp import Broadcast, Partial, SbpParallel, Split
 from .layout import Layout
-from .shards import check_shape, intersect, layout_boxes, shard_bounds, volume
+from .shards import check_shape, intersect, layout_boxes, shard_bounds, split_leaves, volume
 from .steps import (
     AllGather,
     AllReduce,
@@ -41,12 +42,13 @@ from .steps import (
 )
 
 __all__ = ["Layout", "Plan", "axis_step", "conversion_cost", "plan_redistribution",
-           "transfer_bytes"]
+           "transfer_cost"]
 
 Plan = tuple[Step, ...]
 
-# The planner's price of starting one collective, in bytes (latency x bandwidth, roughly):
-# small tensors get the plans with the fewest collectives, large ones the fewest bytes.
+# The planner's price of one round of messages, in bytes (latency x bandwidth, roughly): a
+# collective on k ranks takes ceil(log2 k) rounds, a Transfer one per peer a rank hears from.
+# Small tensors get the plans with the fewest rounds, large ones the fewest bytes.
 _LATENCY_BYTES = 4096
 # A Transfer costs this many bytes more than its payload, so that equal-cost chains of the
 # standard (better tuned) collectives win.
@@ -140,10 +142,13 @@ def axis_step(sbp: Sequence[SbpParallel], axis: int, new: SbpParallel) -> AxisSt
     return LocalSlice(axis, new.dim)
 
 
-def transfer_bytes(shape: tuple[int, ...], itemsize: int, src: Layout, dst: Layout) -> int:
-    """The most bytes any rank receives in a :class:`Transfer` from ``src`` to ``dst``.
+@functools.lru_cache(maxsize=1024)
+def transfer_cost(shape: tuple[int, ...], itemsize: int, src: Layout,
+                  dst: Layout) -> tuple[int, int]:
+    """The most bytes, and the most peers, that any rank receives from in a :class:`Transfer`.
 
-    A rank receives what its target shard needs beyond what its own source shard holds.
+    A rank receives what its target shard needs beyond what its own source shard holds, one
+    message from each source shard it overlaps (other than its own).
 
     Args:
         shape: the logical shape.
@@ -152,15 +157,29 @@ def transfer_bytes(shape: tuple[int, ...], itemsize: int, src: Layout, dst: Layo
         dst: a non-partial layout.
 
     Returns:
-        Bytes.
+        ``(bytes, messages)``, each the maximum over the ranks of ``dst``'s placement.
     """
     src_boxes = dict(zip(src.placement.rank_list, layout_boxes(shape, src), strict=True))
-    most = 0
+    leaves = [split_leaves(shape, src, d) for d in range(len(shape))]
+    starts = [[a for a, _ in pieces] for pieces in leaves]
+    stops = [[b for _, b in pieces] for pieces in leaves]
+    most_bytes = most_peers = 0
     for rank, box in zip(dst.placement.rank_list, layout_boxes(shape, dst), strict=True):
+        if not volume(box):
+            continue
         have = src_boxes.get(rank)
-        missing = volume(box) - (volume(intersect(box, have)) if have is not None else 0)
-        most = max(most, missing)
-    return most * itemsize
+        local = volume(intersect(box, have)) if have is not None else 0
+        most_bytes = max(most_bytes, volume(box) - local)
+        overlapping = math.prod(bisect.bisect_left(starts[d], hi)
+                                - bisect.bisect_right(stops[d], lo)
+                                for d, (lo, hi) in enumerate(box))
+        most_peers = max(most_peers, overlapping - (1 if local else 0))
+    return most_bytes * itemsize, most_peers
+
+
+def _latency(messages: int) -> int:
+    """The planner's price of ``messages`` message rounds."""
+    return _LATENCY_BYTES * messages
 
 
 def _line_shape(shape: tuple[int, ...], layout: Layout, axis: int) -> tuple[int, ...]:
@@ -184,11 +203,12 @@ def _edges(shape: tuple[int, ...], itemsize: int, layout: Layout, src: Layout, d
                 continue
             cost = _axis_cost(_line_shape(shape, layout, axis), itemsize, layout.sbp[axis],
                               new, placement.mesh_shape[axis], penalty=False)
-            yield step, step.apply(layout), cost + (_LATENCY_BYTES if step.communicates else 0)
+            rounds = math.ceil(math.log2(placement.mesh_shape[axis])) if step.communicates else 0
+            yield step, step.apply(layout), cost + _latency(rounds)
     target = dst.without_partial()
     if placement == src.placement and not layout.is_partial and layout != target:
-        moved = transfer_bytes(shape, itemsize, layout, target)
-        yield Transfer(layout, target), target, Fraction(moved + _LATENCY_BYTES
+        moved, peers = transfer_cost(shape, itemsize, layout, target)
+        yield Transfer(layout, target), target, Fraction(moved + _latency(peers)
                                                          + _TRANSFER_OVERHEAD)
 
 

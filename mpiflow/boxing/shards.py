@@ -38,6 +38,7 @@ __all__ = [
     "scatter_value",
     "shard_bounds",
     "shard_slices",
+    "split_leaves",
     "volume",
 ]
 
@@ -146,6 +147,34 @@ def layout_boxes(shape: tuple[int, ...], layout: Layout) -> tuple[Box, ...]:
     return tuple(shard_bounds(shape, mesh, layout.sbp, coords) for coords in numpy.ndindex(*mesh))
 
 
+@functools.lru_cache(maxsize=1024)
+def split_leaves(shape: tuple[int, ...], layout: Layout, dim: int) -> tuple[tuple[int, int], ...]:
+    """The non-empty ``[start, stop)`` pieces that ``layout``'s nested splits cut ``dim`` into.
+
+    A non-partial layout's distinct shards are the products of these pieces over the dims
+    (each mesh axis splits one dim, and the mesh coordinates vary independently).
+
+    Args:
+        shape: the logical shape.
+        layout: placement and sbp.
+        dim: a tensor dim.
+
+    Returns:
+        The pieces in increasing order; they partition ``[0, shape[dim])``.
+
+    Example:
+        >>> split_leaves((5,), Layout(Placement("cpu", [[0, 1], [2, 3]]), (split(0),) * 2), 0)
+        ((0, 2), (2, 3), (3, 4), (4, 5))
+    """
+    pieces = [(0, shape[dim])]
+    for axis, s in enumerate(layout.sbp):
+        if isinstance(s, Split) and s.dim == dim:
+            k = layout.placement.mesh_shape[axis]
+            pieces = [(lo + a, lo + b) for lo, hi in pieces
+                      for a, b in (balanced_bounds(hi - lo, k, i) for i in range(k))]
+    return tuple((a, b) for a, b in pieces if b > a)
+
+
 def volume(box: Box) -> int:
     """The number of elements of ``box`` (1 for the box of a 0-d tensor)."""
     return math.prod(b - a for a, b in box)
@@ -214,7 +243,7 @@ def scatter_value(full: Any, placement: Placement, sbp: Sequence[SbpParallel],
     coords = placement.coordinates(rank)
     if coords is None:
         return full[..., :0].reshape(0) if full.ndim else full.reshape(1)[:0]
-    part = full[shard_slices(full.shape, placement.mesh_shape, sbp, coords)].copy()
+    part = full[(..., *shard_slices(full.shape, placement.mesh_shape, sbp, coords))].copy()
     partial = [a for a, s in enumerate(sbp) if isinstance(s, Partial) and coords[a] != 0]
     if partial:
         part[...] = fill_op(sbp, coords, partial[0]).identity(full.dtype)

@@ -5,7 +5,8 @@ value it holds and which box it needs. The distinct source boxes of a non-partia
 disjoint and cover the value; a box held by several ranks (broadcast axes) is sent by one of
 them: the destination itself when it holds it, else holder ``destination % holders``, which
 spreads the load. One ``all_to_all_v`` over the world moves every piece; ranks outside both
-placements call it with zero counts.
+placements call it with zero counts. Where no rank needs a byte from another (the planner
+knows that from the layouts alone), nobody calls it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..communication import Communicator
 from .layout import Layout
+from .plan import transfer_cost
 from .shards import Box, intersect, layout_boxes, relative_slices, volume
 
 __all__ = ["TransferSchedule", "run_transfer", "transfer_schedule"]
@@ -127,7 +129,8 @@ def run_transfer(local: Any, shape: tuple[int, ...], src: Layout, dst: Layout, x
         send[offset:offset + count].reshape(local[index].shape)[...] = local[index]
         offset += count
     recv = xp.empty(sum(recv_counts), dtype=local.dtype)
-    world.all_to_all_v(send, send_counts, recv, recv_counts)
+    if transfer_cost(shape, 1, src, dst)[0]:  # every rank knows when no rank needs a byte
+        world.all_to_all_v(send, send_counts, recv, recv_counts)
     offset = 0
     for other, index, piece in plan.receives:
         count = recv_counts[other]

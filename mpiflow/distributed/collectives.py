@@ -10,8 +10,8 @@ a rank outside ``group`` every call does nothing (as in PyTorch).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy
 
@@ -41,7 +41,7 @@ __all__ = [
 _ndarray = numpy.ndarray
 
 
-def resolve_group(group: Optional[ProcessGroup]) -> ProcessGroup:
+def resolve_group(group: ProcessGroup | None) -> ProcessGroup:
     """Return ``group``, or the world group for None, checking its type."""
     if group is None:
         return world_group
@@ -55,12 +55,12 @@ def _group_comm(group: ProcessGroup | None) -> Communicator | None:
     return world_comm if group is None else resolve_group(group).comm
 
 
-def _skipped(async_op: bool) -> Optional[Work]:
+def _skipped(async_op: bool) -> Work | None:
     return Work() if async_op else None
 
 
-def _finish(work: Optional[Work], async_op: bool, post: Optional[Callable[[], None]]
-            ) -> Optional[Work]:
+def _finish(work: Work | None, async_op: bool, post: Callable[[], None] | None
+            ) -> Work | None:
     if async_op:
         assert work is not None
         return work if post is None else work.then(post)
@@ -112,8 +112,8 @@ def _check_concat_shape(big: Any, small: Any, size: int, what: str) -> None:
         raise TypeError(f"{what} has dtype {big.dtype}, expected {small.dtype}")
 
 
-def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Optional[ProcessGroup] = None,
-               async_op: bool = False) -> Optional[Work]:
+def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group, in place on every rank.
 
     Args:
@@ -133,8 +133,8 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Optional[Process
     return comm.all_reduce(buf, op, async_op)
 
 
-def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
-              async_op: bool = False) -> Optional[Work]:
+def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
+              async_op: bool = False) -> Work | None:
     """Copy world rank ``src``'s ``tensor`` into ``tensor`` on every rank of the group."""
     if group is None and type(src) is int and 0 <= src < world_comm.size:
         # The world's fast path: its ranks are the world ranks, so src needs no translation.
@@ -148,7 +148,7 @@ def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
 
 
 def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
-           group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+           group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group into ``tensor`` on ``dst`` (others keep theirs)."""
     g = resolve_group(group)
     if g.comm is None:
@@ -157,8 +157,8 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
     return g.comm.reduce(as_buffer(tensor), op, root, async_op)
 
 
-def all_gather(tensor_list: list[Any], tensor: Any, group: Optional[ProcessGroup] = None,
-               async_op: bool = False) -> Optional[Work]:
+def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
     """Fill ``tensor_list[i]`` with rank ``i``'s ``tensor`` on every rank of the group.
 
     Example:
@@ -178,8 +178,8 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Optional[ProcessGroup
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
-                           group: Optional[ProcessGroup] = None,
-                           async_op: bool = False) -> Optional[Work]:
+                           group: ProcessGroup | None = None,
+                           async_op: bool = False) -> Work | None:
     """Gather every rank's ``input_tensor`` into ``output_tensor``, concatenated or stacked.
 
     ``output_tensor`` has shape ``(world * n, ...)`` or ``(world, n, ...)`` for an input of
@@ -196,8 +196,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     return comm.all_gather(inp, out, async_op)
 
 
-def gather(tensor: Any, gather_list: Optional[list[Any]] = None, dst: int = 0,
-           group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
+           group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Collect every rank's ``tensor`` into ``gather_list`` on ``dst`` (ignored elsewhere)."""
     g = resolve_group(group)
     if g.comm is None:
@@ -217,8 +217,8 @@ def gather(tensor: Any, gather_list: Optional[list[Any]] = None, dst: int = 0,
     return _finish(work, async_op, post)
 
 
-def scatter(tensor: Any, scatter_list: Optional[list[Any]] = None, src: int = 0,
-            group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
+            group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Give rank ``i`` the array ``scatter_list[i]`` of ``src``, into ``tensor``."""
     g = resolve_group(group)
     if g.comm is None:
@@ -237,8 +237,8 @@ def scatter(tensor: Any, scatter_list: Optional[list[Any]] = None, src: int = 0,
 
 
 def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.SUM,
-                   group: Optional[ProcessGroup] = None, async_op: bool = False
-                   ) -> Optional[Work]:
+                   group: ProcessGroup | None = None, async_op: bool = False
+                   ) -> Work | None:
     """Reduce ``input_list[i]`` over the group into ``output`` on rank ``i``."""
     g = resolve_group(group)
     if g.comm is None:
@@ -250,8 +250,8 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
-                          group: Optional[ProcessGroup] = None, async_op: bool = False
-                          ) -> Optional[Work]:
+                          group: ProcessGroup | None = None, async_op: bool = False
+                          ) -> Work | None:
     """Reduce ``input`` (``world`` chunks along dim 0, or stacked) and keep chunk ``rank``.
 
     Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
@@ -266,7 +266,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
-               group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+               group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Send ``input_tensor_list[i]`` to rank ``i``; receive rank ``i``'s into
     ``output_tensor_list[i]``. Entries may differ in size."""
     g = resolve_group(group)
@@ -281,7 +281,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
                              f"got {len(bufs)}")
     dtypes = {b.dtype for b in outs + ins}
     if len(dtypes) > 1:
-        raise TypeError(f"all_to_all needs one dtype for every entry, got {sorted(map(str, dtypes))}")
+        names = sorted(map(str, dtypes))
+        raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
     xp, dtype = comm.array_module, ins[0].dtype
     send_counts = [b.size for b in ins]
     recv_counts = [b.size for b in outs]
@@ -300,7 +301,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     return _finish(work, async_op, post)
 
 
-def _split_counts(splits: Optional[Sequence[int]], rows: int, row: int, size: int,
+def _split_counts(splits: Sequence[int] | None, rows: int, row: int, size: int,
                   what: str) -> list[int]:
     if splits is None:
         if rows % size:
@@ -315,10 +316,10 @@ def _split_counts(splits: Optional[Sequence[int]], rows: int, row: int, size: in
 
 
 def all_to_all_single(output: Any, input: Any,
-                      output_split_sizes: Optional[Sequence[int]] = None,
-                      input_split_sizes: Optional[Sequence[int]] = None,
-                      group: Optional[ProcessGroup] = None,
-                      async_op: bool = False) -> Optional[Work]:
+                      output_split_sizes: Sequence[int] | None = None,
+                      input_split_sizes: Sequence[int] | None = None,
+                      group: ProcessGroup | None = None,
+                      async_op: bool = False) -> Work | None:
     """Split ``input`` along dim 0 and send piece ``i`` to rank ``i``; receive into ``output``.
 
     Without split sizes, dim 0 is split evenly; otherwise piece ``i`` has
@@ -348,8 +349,8 @@ def all_to_all_single(output: Any, input: Any,
     return comm.all_to_all_v(inp, scounts, out, rcounts, async_op)
 
 
-def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False,
-            device_ids: Optional[list[int]] = None) -> Optional[Work]:
+def barrier(group: ProcessGroup | None = None, async_op: bool = False,
+            device_ids: list[int] | None = None) -> Work | None:
     """Block until every rank of the group has entered."""
     g = resolve_group(group)
     if g.comm is None:
@@ -365,7 +366,7 @@ def _peer(g: ProcessGroup, rank: int, what: str) -> int:
     return peer
 
 
-def send(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> None:
+def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
     """Send ``tensor`` to world rank ``dst`` (blocking)."""
     if (group is None and type(dst) is int and 0 <= dst < world_comm.size
             and dst != world_comm.rank):
@@ -376,7 +377,7 @@ def send(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int =
         g.comm.send(as_buffer(tensor), _peer(g, dst, "dst"), tag)
 
 
-def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> Work:
+def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
     """Start sending ``tensor`` to world rank ``dst``; returns a :class:`Work`."""
     g = resolve_group(group)
     if g.comm is None:
@@ -386,7 +387,7 @@ def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int 
     return work
 
 
-def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
+def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
          tag: int = 0) -> int:
     """Receive into ``tensor`` from world rank ``src`` (None: any); return the sender's rank.
 
@@ -402,7 +403,7 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] =
     return g.ranks[g.comm.recv(as_buffer(tensor), source, tag)]
 
 
-def irecv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
+def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
           tag: int = 0) -> Work:
     """Start receiving into ``tensor`` from world rank ``src`` (None: any); returns a Work."""
     g = resolve_group(group)

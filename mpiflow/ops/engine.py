@@ -71,9 +71,22 @@ class OpDef:
     grad: Callable[..., Any] | None = field(default=None, compare=False)
 
 
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _promote(dtypes: Sequence[numpy.dtype]) -> numpy.dtype:
+    top = max(_CATEGORY[d.kind] for d in dtypes)
+    dt = numpy.result_type(*[d for d in dtypes if _CATEGORY[d.kind] == top])
+    if top == 3 and any(d == numpy.float64 for d in dtypes):
+        dt = numpy.result_type(dt, numpy.complex128)
+    return dt
+
+
 def result_dtype(tensor_dtypes: Sequence[numpy.dtype], scalars: Sequence[Any] = ()) -> numpy.dtype:
-    """PyTorch's promotion: tensors decide; a Python float over integer tensors gives float32."""
-    dt = numpy.result_type(*tensor_dtypes) if tensor_dtypes else numpy.dtype(numpy.float32)
+    """PyTorch's promotion: the highest category (bool < int < float < complex) among the
+    tensors decides, within it the widest dtype (int64 + float32 -> float32, unlike numpy); a
+    Python float over integer tensors gives float32."""
+    dt = _promote(tensor_dtypes) if tensor_dtypes else numpy.dtype(numpy.float32)
     for s in scalars:
         if isinstance(s, bool):
             continue

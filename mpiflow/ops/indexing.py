@@ -215,16 +215,21 @@ def _value_array(value: Any, target: Tensor) -> Any:
     return value
 
 
-def _fit(value: Any, shape: Shape, xp: Any) -> Any:
-    """``value`` broadcast to ``shape`` (leading size-1 dims beyond it dropped, as PyTorch)."""
-    array = xp.asarray(value)
-    while array.ndim > len(shape) and array.shape[0] == 1:
-        array = array[0]
+def _fitting_shape(value: Any, region: Shape) -> Shape:
+    """The shape ``value`` takes to fill ``region``: leading size-1 dims beyond the region's
+    are dropped (as PyTorch); a ``ValueError`` on every rank when it does not broadcast."""
+    shape = tuple(value.shape) if isinstance(value, Tensor) or is_array(value) else \
+        numpy.shape(value)
+    while len(shape) > len(region) and shape[0] == 1:
+        shape = shape[1:]
     try:
-        return xp.broadcast_to(array, shape)
+        fits = numpy.broadcast_shapes(shape, region) == region
     except ValueError:
-        raise ValueError(f"cannot assign a value of shape {tuple(array.shape)} to an indexed "
-                         f"region of shape {shape}") from None
+        fits = False
+    if not fits:
+        raise ValueError(f"cannot assign a value of shape {shape} to an indexed region of "
+                         f"shape {region}")
+    return shape
 
 
 def _clip(item: slice, n: int, lo: int, hi: int) -> tuple[slice, slice] | None:
@@ -253,12 +258,14 @@ def _set_basic_global(target: Tensor, index: Basic, value: Any) -> None:
     """Each rank writes the part of the region ``index`` that its shard holds."""
     placement, sbp = target.placement, target.sbp
     shape = tuple(target.shape)
+    region_shape = _basic_shape(shape, index=index)
+    fitted = _fitting_shape(value, region_shape)
     data = _value_array(value, target)
     coords = placement.coordinates(topology.rank)
     if coords is None:
         return
     xp = array_module(target._data)
-    region = _fit(data, _basic_shape(shape, index=index), xp)
+    region = xp.broadcast_to(xp.asarray(data).reshape(fitted), region_shape)
     bounds = shard_bounds(shape, placement.mesh_shape, sbp, coords)
     local: list[int | slice | None] = []
     part: list[slice] = []
@@ -292,6 +299,7 @@ def _set_gathered(target: Tensor, index: tuple[Any, ...], value: Any) -> None:
     shape = tuple(target.shape)
     layout = Layout(target.placement, target.sbp)
     whole_layout = Layout(target.placement, (B,) * target.placement.ndim)
+    _fitting_shape(value, _advanced_shape(shape, index=index))
     data = _value_array(value, target)
     whole = redistribute(target._data, shape, layout, whole_layout)
     if topology.rank in target.placement:  # (for a B target, whole is target._data)

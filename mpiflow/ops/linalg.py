@@ -1,5 +1,5 @@
-"""Matrix products (``matmul``, ``mm``, ``bmm``, ``dot``, ``mv``, ``outer``, ``@``) on local and
-global tensors.
+"""Matrix products (``matmul``, ``mm``, ``bmm``, ``dot``, ``mv``, ``outer``, ``@``) and vector
+norms on local and global tensors.
 
 One op, :data:`MATMUL`, serves them all with numpy's ``matmul`` semantics: a 1-D first operand
 is a row vector and a 1-D second operand a column vector (their dimension is dropped from the
@@ -12,20 +12,26 @@ dimensions:
 - columns of the second split, first broadcast -> columns split (``B x S1 -> S1``);
 - the contracted dim split on both -> partial sum (``S1 x S0 -> P``);
 - ``P x B -> P`` and ``B x P -> P`` (the product is linear in each operand).
+
+``norm`` is a composite of elementwise ops and reductions, whose layout rules it follows.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy
 
 from .._tensor import Tensor
 from ..sbp import Partial, SbpParallel, Split
+from . import pointwise as pw
+from . import reduction as red
 from .engine import B, Context, OpDef, Signature, apply
 from .methods import bind
 
-__all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer"]
+__all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "norm"]
 
 Shape = tuple[int, ...]
 P = Partial()
@@ -196,6 +202,44 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
         [[3, 4], [6, 8]]
     """
     return apply(OUTER, input, vec2)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None,
+         keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The vector ``p``-norm over ``dim`` (all by default); ``"fro"``/2 is the Frobenius norm.
+
+    Args:
+        input: a floating-point tensor.
+        p: ``"fro"``, 2, 1, ``inf``, ``-inf``, 0 (count of non-zeros) or any other number.
+        dim: an int, a sequence of ints, or None for all.
+        keepdim: keep the reduced dimensions with size 1.
+        dtype: cast the input to this dtype first.
+
+    Returns:
+        The norm (a composite of elementwise ops and sums, so global layouts follow theirs).
+
+    Example:
+        >>> flow.norm(flow.tensor([[3.0, 0.0], [0.0, 4.0]])).item()
+        5.0
+    """
+    if dtype is not None:
+        input = pw.cast(input, dtype)
+    if input.dtype.numpy.kind != "f":
+        raise TypeError(f"norm(): input dtype should be floating point, got {input.dtype}")
+    if p in ("fro", 2):
+        return pw.sqrt(red.sum(pw.mul(input, input), dim, keepdim))
+    if isinstance(p, str):
+        raise ValueError(f"norm(): unsupported p={p!r}: use 'fro' or a number")
+    magnitude = pw.abs(input)
+    if p == math.inf:
+        return red.amax(magnitude, dim, keepdim)
+    if p == -math.inf:
+        return red.amin(magnitude, dim, keepdim)
+    if p == 0:
+        return red.sum(pw.ne(input, 0), dim, keepdim, dtype=input.dtype)
+    if p == 1:
+        return red.sum(magnitude, dim, keepdim)
+    return pw.pow(red.sum(pw.pow(magnitude, p), dim, keepdim), 1.0 / p)
 
 
 for _name in __all__:

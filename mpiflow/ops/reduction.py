@@ -1,18 +1,10 @@
-"""Reductions (``sum``, ``mean``, ``max``, ``argmax``, ``softmax``, ...) on local and global
-tensors.
+"""Reductions (``sum``, ``max``, ``argmax``, ``softmax``, ...) on local and global tensors.
 
-Each op is an :class:`~mpiflow.ops.engine.OpDef` whose layout rule says, per mesh axis, what a
-split of each input dimension becomes:
-
-- a split of a dimension that is *not* reduced stays a split (of the shifted output dim);
-- a split of a reduced dimension becomes a partial value where the reduction is one that a
-  collective can finish: ``sum``/``mean`` give ``P`` (sum), ``amax``/``amin`` give ``P(max)`` /
-  ``P(min)``; every other op (``prod``, ``argmax``, ``softmax``, ...) omits the signature, so
-  the engine first moves the split elsewhere (all-to-all) or gathers it;
-- linear ops (``sum``, ``mean``, ``cumsum``) keep ``P -> P``; ``amax`` keeps ``P(max) -> P(max)``.
-
-Composites (``var``, ``std``, ``norm``, ``max`` with ``dim``) are built from these ops and
-the elementwise ones, and need no layout rules of their own.
+Layout rules, per mesh axis: a split of a dim that is not reduced stays a split (of the shifted
+output dim); a split of a reduced dim leaves a partial value where a collective can finish the
+reduction (``sum``/``mean`` -> ``P``, ``amax``/``amin`` -> ``P(max)``/``P(min)``), and every
+other op omits it, so the engine moves or gathers that split first. Linear ops keep ``P -> P``.
+Composites (``var``, ``std``, ``max`` with a dim) need no layout rules of their own.
 """
 
 from __future__ import annotations
@@ -27,6 +19,7 @@ import numpy
 
 from .._tensor import Tensor
 from ..communication import ReduceOp
+from ..dtypes import as_dtype
 from ..sbp import Partial, Split
 from . import pointwise as pw
 from .engine import Context, OpDef, Signature, apply
@@ -34,7 +27,7 @@ from .methods import bind
 
 __all__ = [
     "MaxResult", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
-    "all", "any", "var", "std", "logsumexp", "softmax", "log_softmax", "cumsum", "norm",
+    "all", "any", "var", "std", "logsumexp", "softmax", "log_softmax", "cumsum",
 ]
 
 Shape = tuple[int, ...]
@@ -58,9 +51,8 @@ def _dims(dim: DimArg, ndim: int) -> Dims:
         IndexError: a dim outside ``[-ndim, ndim - 1]`` (a 0-d tensor accepts 0 and -1).
         ValueError: a dim given twice.
     """
-    if dim is None:
-        return tuple(range(ndim))
-    items: list[Any] = [dim] if not isinstance(dim, (tuple, list)) else list(dim)
+    items: list[Any] = ([] if dim is None else list(dim) if isinstance(dim, (tuple, list))
+                        else [dim])
     if not items:
         return tuple(range(ndim))
     bound = builtins.max(ndim, 1)
@@ -80,17 +72,9 @@ def _reduced_shape(shape: Shape, *, dims: Dims, keepdim: bool, **_: Any) -> Shap
     return tuple(1 if i in dims else n for i, n in enumerate(shape) if keepdim or i not in dims)
 
 
-def _same_shape(shape: Shape, **_: Any) -> Shape:
-    return shape
-
-
-def _out_dim(d: int, dims: Dims, keepdim: bool) -> int:
-    return d if keepdim else d - builtins.sum(1 for r in dims if r < d)
-
-
 def _kept_splits(shape: Shape, *, dims: Dims, keepdim: bool = True, **_: Any) -> list[Signature]:
-    """``S(d) -> S(d')`` for every dimension ``d`` that is not reduced."""
-    return [((Split(d),), Split(_out_dim(d, dims, keepdim)))
+    """``S(d) -> S(d')`` for every dimension ``d`` that is not reduced (``d'`` shifted down)."""
+    return [((Split(d),), Split(d if keepdim else d - builtins.sum(r < d for r in dims)))
             for d in range(len(shape)) if d not in dims]
 
 
@@ -118,9 +102,9 @@ def _accumulator(dtype: numpy.dtype) -> numpy.dtype:
 def _integral_to_long(dtype: numpy.dtype, *, out: numpy.dtype | None = None, **_: Any
                       ) -> numpy.dtype:
     """``sum``/``prod``/``cumsum``: bool and integers give int64 unless ``dtype`` is given."""
-    if out is not None:
-        return out
-    return numpy.dtype(numpy.int64) if dtype.kind in "biu" else dtype
+    if out is None and dtype.kind in "biu":
+        return numpy.dtype(numpy.int64)
+    return dtype if out is None else out
 
 
 def _floating(name: str, dtype: numpy.dtype) -> None:
@@ -130,23 +114,15 @@ def _floating(name: str, dtype: numpy.dtype) -> None:
 
 
 def _numpy_dtype(dtype: Any) -> numpy.dtype | None:
-    from ..dtypes import as_dtype
-
     return None if dtype is None else as_dtype(dtype).numpy
-
-
-def _count(shape: Shape, dims: Dims) -> int:
-    return math.prod(shape[d] for d in dims)
 
 
 def _check_nonempty(name: str, input: Tensor, dims: Dims | None) -> None:
     """Reductions without an identity need elements; ``dims=None`` means all (flattened)."""
-    if dims is None:
-        if input.numel() == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                               "input.numel() == 0")
-        return
-    for d in dims:
+    if dims is None and input.numel() == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0")
+    for d in dims or ():
         if input.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size")
 
@@ -158,12 +134,9 @@ def _sum_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, count: int |
     return out if count is None else out / count
 
 
-def _mean_dtype(dtype: numpy.dtype, *, out: numpy.dtype | None = None, **_: Any) -> numpy.dtype:
-    return dtype if out is None else out
-
-
 SUM = OpDef("sum", _sum_kernel, _reduced_shape, _linear_layouts, _integral_to_long)
-MEAN = OpDef("mean", _sum_kernel, _reduced_shape, _linear_layouts, _mean_dtype)
+MEAN = OpDef("mean", _sum_kernel, _reduced_shape, _linear_layouts,
+             lambda dtype, *, out=None, **_: dtype if out is None else out)
 PROD = OpDef("prod", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.prod(
     a, axis=dims, keepdims=keepdim, dtype=_accumulator(ctx.out_dtype)),
     _reduced_shape, _kept_splits, _integral_to_long)
@@ -215,12 +188,19 @@ def mean(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
     _floating("mean", out if out is not None else input.dtype.numpy)
     dims = _dims(dim, input.ndim)
     return apply(MEAN, input, dims=dims, keepdim=keepdim, out=out,
-                 count=_count(tuple(input.shape), dims))
+                 count=math.prod(input.shape[d] for d in dims))
 
 
 def prod(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any = None
          ) -> Tensor:
     """The product of the elements over ``dim`` (all by default); integers give int64.
+
+    Args:
+        input, dim, keepdim, dtype: as :func:`sum` (no partial layout: a split reduced dim
+            is moved or gathered first).
+
+    Returns:
+        The reduced tensor.
 
     Example:
         >>> flow.prod(flow.tensor([1, 2, 3, 4])).item()
@@ -233,12 +213,9 @@ def prod(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
 # -- max, min, argmax, argmin ------------------------------------------------------------------
 def _identity(dtype: numpy.dtype, largest: bool) -> Any:
     """The value that never wins a max (``largest``) or a min: what an empty shard holds."""
-    if dtype.kind == "f":
-        return -numpy.inf if largest else numpy.inf
     if dtype.kind in "iu":
-        info = numpy.iinfo(dtype)
-        return info.min if largest else info.max
-    return not largest
+        return numpy.iinfo(dtype).min if largest else numpy.iinfo(dtype).max
+    return (-numpy.inf if largest else numpy.inf) if dtype.kind == "f" else not largest
 
 
 def _extreme_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, largest: bool,
@@ -249,30 +226,20 @@ def _extreme_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, largest:
     return reduce(a, axis=dims, keepdims=keepdim)
 
 
-def _arg_shape(shape: Shape, *, dim: int | None, keepdim: bool, **_: Any) -> Shape:
-    return () if dim is None else _reduced_shape(shape, dims=(dim,), keepdim=keepdim)
-
-
-def _arg_layouts(shape: Shape, *, dim: int | None, keepdim: bool, **_: Any) -> list[Signature]:
-    """Indices need the whole reduced dim on each rank: no split of it (nor of any, for all)."""
-    return [] if dim is None else _kept_splits(shape, dims=(dim,), keepdim=keepdim)
-
-
-def _arg_kernel(ctx: Context, a: Any, *, dim: int | None, keepdim: bool, largest: bool,
+def _arg_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, largest: bool,
                 **_: Any) -> Any:
+    """Indices along one dim, or into the flattened input where ``dims`` are all of them."""
     find = ctx.xp.argmax if largest else ctx.xp.argmin
-    return find(a) if dim is None else find(a, axis=dim, keepdims=keepdim)
-
-
-def _long(*_: Any, **__: Any) -> numpy.dtype:
-    return numpy.dtype(numpy.int64)
+    return find(a, axis=dims[0], keepdims=keepdim) if len(dims) == 1 else find(a)
 
 
 # Keyed by ``largest``: the max and the min flavour share kernel and rules.
 EXTREME = {True: OpDef("amax", _extreme_kernel, _reduced_shape, _extreme_layouts),
            False: OpDef("amin", _extreme_kernel, _reduced_shape, _extreme_layouts)}
-ARG_EXTREME = {True: OpDef("argmax", _arg_kernel, _arg_shape, _arg_layouts, _long),
-               False: OpDef("argmin", _arg_kernel, _arg_shape, _arg_layouts, _long)}
+# Indices need the whole reduced dim on each rank: the layout rule has no split of it.
+ARG_EXTREME = {largest: OpDef(name, _arg_kernel, _reduced_shape, _kept_splits,
+                              lambda *_, **__: numpy.dtype(numpy.int64))
+               for largest, name in ((True, "argmax"), (False, "argmin"))}
 
 
 def _extreme(name: str, input: Tensor, dim: DimArg, keepdim: bool, largest: bool) -> Tensor:
@@ -284,17 +251,23 @@ def _extreme(name: str, input: Tensor, dim: DimArg, keepdim: bool, largest: bool
 
 def _arg_extreme(name: str, input: Tensor, dim: int | None, keepdim: bool, largest: bool
                  ) -> Tensor:
-    dims = _dims(dim, input.ndim) if dim is not None else ()
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{name}() takes one int dimension or None, got {dim!r}")
+    dims = _dims(dim, input.ndim)
     _check_nonempty(name, input, None if dim is None else dims)
-    one = None if dim is None or input.ndim == 0 else dims[0]
-    return apply(ARG_EXTREME[largest], input, dim=one, keepdim=keepdim and dim is not None,
+    return apply(ARG_EXTREME[largest], input, dims=dims, keepdim=keepdim and dim is not None,
                  largest=largest)
 
 
 def amax(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
     """The largest element over ``dim`` (all by default, as ``dim=()``); NaN propagates.
 
-    On a global tensor a split reduced dimension gives ``P(max)`` (finished on conversion).
+    Args:
+        input, dim, keepdim: as :func:`sum`.
+
+    Returns:
+        The reduced tensor, of ``input``'s dtype; on a global tensor a split reduced dim
+        gives ``P(max)`` (finished by ``numpy()`` or a conversion).
 
     Example:
         >>> flow.amax(flow.tensor([[1, 5], [7, 2]]), dim=1).tolist()
@@ -304,7 +277,13 @@ def amax(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
 
 
 def amin(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
-    """The smallest element over ``dim`` (all by default); a split reduced dim gives ``P(min)``.
+    """The smallest element over ``dim`` (all by default); see :func:`amax`.
+
+    Args:
+        input, dim, keepdim: as :func:`sum`.
+
+    Returns:
+        The reduced tensor; a split reduced dim gives ``P(min)``.
 
     Example:
         >>> flow.amin(flow.tensor([[1, 5], [7, 2]]), dim=1).tolist()
@@ -322,6 +301,9 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
             ignored, as in PyTorch).
         keepdim: keep ``dim`` with size 1.
 
+    Returns:
+        An int64 tensor; on a global tensor ``dim`` is never split (it is moved first).
+
     Example:
         >>> flow.argmax(flow.tensor([[1, 5], [7, 2]]), dim=0).tolist()
         [1, 0]
@@ -330,7 +312,13 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    """The index (int64) of the first smallest element along ``dim`` (see :func:`argmax`).
+    """The index (int64) of the first smallest element along ``dim``.
+
+    Args:
+        input, dim, keepdim: as :func:`argmax`.
+
+    Returns:
+        An int64 tensor.
 
     Example:
         >>> flow.argmin(flow.tensor([3, 1, 2])).item()
@@ -376,6 +364,12 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``min(x)``: the smallest element; ``min(x, dim, keepdim)``: ``(values, indices)``.
 
+    Args:
+        input, dim, keepdim: as :func:`max`.
+
+    Returns:
+        A 0-d tensor, a :class:`MaxResult` ``(values, indices)``, or the elementwise minimum.
+
     Example:
         >>> flow.min(flow.tensor([[1, 5], [7, 2]]), dim=1).indices.tolist()
         [0, 1]
@@ -388,6 +382,7 @@ def _logical_dtype(dtype: numpy.dtype, **_: Any) -> numpy.dtype:
     return dtype if dtype == numpy.uint8 else numpy.dtype(bool)  # PyTorch keeps uint8
 
 
+# No partial layouts: MPI has no portable max/min of bools (a split reduced dim is moved).
 ALL = OpDef("all", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.all(
     a, axis=dims, keepdims=keepdim), _reduced_shape, _kept_splits, _logical_dtype)
 ANY = OpDef("any", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.any(
@@ -395,7 +390,13 @@ ANY = OpDef("any", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.any(
 
 
 def all(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
-    """Whether every element over ``dim`` (all by default) is true (non-zero); bool result.
+    """Whether every element over ``dim`` (all by default) is true (non-zero).
+
+    Args:
+        input, dim, keepdim: as :func:`sum`.
+
+    Returns:
+        A bool tensor (uint8 for a uint8 input, as PyTorch).
 
     Example:
         >>> flow.all(flow.tensor([[True, False], [True, True]]), dim=1).tolist()
@@ -405,7 +406,13 @@ def all(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
 
 
 def any(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
-    """Whether some element over ``dim`` (all by default) is true (non-zero); bool result.
+    """Whether some element over ``dim`` (all by default) is true (non-zero).
+
+    Args:
+        input, dim, keepdim: as :func:`sum`.
+
+    Returns:
+        A bool tensor (uint8 for a uint8 input).
 
     Example:
         >>> flow.any(flow.tensor([0, 0, 3])).item()
@@ -414,17 +421,15 @@ def any(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
     return apply(ANY, input, dims=_dims(dim, input.ndim), keepdim=keepdim)
 
 
-# -- var, std, norm (composites) ---------------------------------------------------------------
+# -- var, std (composites) ---------------------------------------------------------------
 def var(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: int | None = None) -> Tensor:
     """The variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``.
 
     Args:
-        input: a floating-point tensor.
-        dim: an int, a sequence of ints, or None for all.
+        input, dim, keepdim: as :func:`mean` (a floating-point input).
         unbiased: True (default) is ``correction=1``, False ``correction=0``.
-        keepdim: keep the reduced dimensions with size 1.
-        correction: the difference subtracted from the element count (overrides ``unbiased``).
+        correction: subtracted from the element count ``n`` (overrides ``unbiased``).
 
     Returns:
         The variance (NaN or inf where ``n - correction <= 0``, as PyTorch).
@@ -433,21 +438,27 @@ def var(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
         >>> flow.var(flow.tensor([1.0, 2.0, 3.0, 4.0])).item()
         1.6666666269302368
     """
-    _floating("var", input.dtype.numpy)
-    if input.dtype.numpy.kind == "c":
-        raise TypeError("var() of complex tensors is not supported yet")
+    if input.dtype.numpy.kind != "f":
+        raise TypeError(f"var(): input dtype should be floating point, got {input.dtype}")
     if correction is None:
         correction = 0 if unbiased is False else 1
     dims = _dims(dim, input.ndim)
     deviation = pw.sub(input, mean(input, dims, keepdim=True))  # two passes: no cancellation
     squares = sum(pw.mul(deviation, deviation), dims, keepdim)
+    n = math.prod(input.shape[d] for d in dims)
     with numpy.errstate(divide="ignore", invalid="ignore"):
-        return pw.div(squares, builtins.max(0, _count(tuple(input.shape), dims) - correction))
+        return pw.div(squares, builtins.max(0, n - correction))
 
 
 def std(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: int | None = None) -> Tensor:
-    """The standard deviation over ``dim``: ``sqrt(var(...))`` (see :func:`var`).
+    """The standard deviation over ``dim``: ``sqrt(var(...))``.
+
+    Args:
+        input, dim, unbiased, keepdim, correction: as :func:`var`.
+
+    Returns:
+        The standard deviation.
 
     Example:
         >>> flow.std(flow.tensor([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), unbiased=False).item()
@@ -456,58 +467,26 @@ def std(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
     return pw.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
 
 
-def norm(input: Tensor, p: Any = "fro", dim: DimArg = None, keepdim: bool = False, *,
-         dtype: Any = None) -> Tensor:
-    """The vector ``p``-norm over ``dim`` (all by default); ``"fro"``/2 is the Frobenius norm.
-
-    Args:
-        input: a floating-point tensor.
-        p: ``"fro"``, 2, 1, ``inf``, ``-inf``, 0 (count of non-zeros) or any other number.
-        dim: an int, a sequence of ints, or None for all.
-        keepdim: keep the reduced dimensions with size 1.
-        dtype: cast the input to this dtype first.
-
-    Example:
-        >>> flow.norm(flow.tensor([[3.0, 0.0], [0.0, 4.0]])).item()
-        5.0
-    """
-    if dtype is not None:
-        input = pw.cast(input, dtype)
-    _floating("norm", input.dtype.numpy)
-    if input.dtype.numpy.kind == "c":
-        raise TypeError("norm() of complex tensors is not supported yet")
-    magnitude = pw.abs(input)
-    if p in ("fro", 2):
-        return pw.sqrt(sum(pw.mul(input, input), dim, keepdim))
-    if isinstance(p, str):
-        raise ValueError(f"norm(): unsupported p={p!r}: use 'fro' or a number")
-    if p == math.inf:
-        return amax(magnitude, dim, keepdim)
-    if p == -math.inf:
-        return amin(magnitude, dim, keepdim)
-    if p == 0:
-        return sum(pw.ne(input, 0), dim, keepdim, dtype=input.dtype)
-    if p == 1:
-        return sum(magnitude, dim, keepdim)
-    return pw.pow(sum(pw.pow(magnitude, p), dim, keepdim), 1.0 / p)
-
-
 # -- softmax, log_softmax, logsumexp, cumsum -------------------------------------------------
+def _unchanged(shape: Shape, **_: Any) -> Shape:
+    return shape
+
+
 def _float_dtype(dtype: numpy.dtype, **_: Any) -> numpy.dtype:
     return dtype if dtype.kind in "fc" else numpy.dtype(numpy.float32)
 
 
-def _softmax_kernel(ctx: Context, a: Any, *, dim: int, log: bool, **_: Any) -> Any:
+def _softmax_kernel(ctx: Context, a: Any, *, dims: Dims, log: bool, **_: Any) -> Any:
     xp = ctx.xp
     a = a.astype(_accumulator(ctx.out_dtype))
-    if a.ndim == 0:
-        return _softmax_kernel(ctx, a.reshape(1), dim=0, log=log).reshape(())
+    if not dims:  # a 0-d input
+        return _softmax_kernel(ctx, a.reshape(1), dims=(0,), log=log).reshape(())
     if a.size == 0:
         return a
-    top = xp.max(a, axis=dim, keepdims=True)
+    top = xp.max(a, axis=dims, keepdims=True)
     shifted = a - xp.where(xp.isfinite(top), top, 0)  # stable; rows of -inf stay finite-free
     exps = xp.exp(shifted)
-    total = xp.sum(exps, axis=dim, keepdims=True)
+    total = xp.sum(exps, axis=dims, keepdims=True)
     return shifted - xp.log(total) if log else exps / total
 
 
@@ -522,36 +501,27 @@ def _logsumexp_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, **_: A
     return out.reshape(ctx.out_shape)
 
 
-def _cumsum_kernel(ctx: Context, a: Any, *, dim: int, **_: Any) -> Any:
-    if a.ndim == 0:
+def _cumsum_kernel(ctx: Context, a: Any, *, dims: Dims, **_: Any) -> Any:
+    if not dims:  # a 0-d input
         return a.astype(ctx.out_dtype)
-    return ctx.xp.cumsum(a, axis=dim, dtype=_accumulator(ctx.out_dtype))
+    return ctx.xp.cumsum(a, axis=dims[0], dtype=_accumulator(ctx.out_dtype))
 
 
-def _along_layouts(shape: Shape, *, dim: int, **_: Any) -> list[Signature]:
-    """Ops along ``dim`` need it whole: splits of the other dims only."""
-    return _kept_splits(shape, dims=(dim,))
+def _cumsum_layouts(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
+    return [*_kept_splits(shape, dims=dims), ((P_SUM,), P_SUM)]
 
 
-def _cumsum_layouts(shape: Shape, *, dim: int, **_: Any) -> list[Signature]:
-    return [*_along_layouts(shape, dim=dim), ((P_SUM,), P_SUM)]
-
-
-SOFTMAX = OpDef("softmax", _softmax_kernel, _same_shape, _along_layouts, _float_dtype)
+# Ops along a dim need it whole: their layout rules split the other dims only.
+SOFTMAX = OpDef("softmax", _softmax_kernel, _unchanged, _kept_splits, _float_dtype)
 LOGSUMEXP = OpDef("logsumexp", _logsumexp_kernel, _reduced_shape, _kept_splits, _float_dtype)
-CUMSUM = OpDef("cumsum", _cumsum_kernel, _same_shape, _cumsum_layouts, _integral_to_long)
-
-
-def _one_dim(dim: int, ndim: int) -> int:
-    dims = _dims(operator.index(dim), ndim)
-    return dims[0] if dims else 0
+CUMSUM = OpDef("cumsum", _cumsum_kernel, _unchanged, _cumsum_layouts, _integral_to_long)
 
 
 def _softmax(name: str, input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
     if dtype is not None:
         input = pw.cast(input, dtype)
     _floating(name, input.dtype.numpy)
-    return apply(SOFTMAX, input, dim=_one_dim(dim, input.ndim), log=log)
+    return apply(SOFTMAX, input, dims=_dims(operator.index(dim), input.ndim), log=log)
 
 
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -561,6 +531,9 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         input: a floating-point tensor.
         dim: the dimension to normalize (on a global tensor, splits of it are moved first).
         dtype: cast the input to this dtype first.
+
+    Returns:
+        A tensor of ``input``'s shape (float16 computed in float32).
 
     Example:
         >>> flow.softmax(flow.tensor([0.0, 0.0]), dim=0).tolist()
@@ -572,15 +545,29 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x)`` along ``dim``, computed stably.
 
+    Args:
+        input, dim, dtype: as :func:`softmax`.
+
+    Returns:
+        A tensor of ``input``'s shape.
+
     Example:
-        >>> round(flow.log_softmax(flow.tensor([0.0, 0.0]), dim=0)[0].item(), 4)
-        -0.6931
+        >>> flow.log_softmax(flow.tensor([0.0, 1000.0]), dim=0).tolist()
+        [-1000.0, 0.0]
     """
     return _softmax("log_softmax", input, dim, dtype, True)
 
 
 def logsumexp(input: Tensor, dim: DimArg, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32.
+
+    Args:
+        input: the tensor.
+        dim: an int or a sequence of ints (no default, as PyTorch).
+        keepdim: keep the reduced dimensions with size 1.
+
+    Returns:
+        The reduced tensor; on a global tensor the reduced dims are never split.
 
     Example:
         >>> round(flow.logsumexp(flow.tensor([1000.0, 1000.0]), dim=0).item(), 3)
@@ -592,13 +579,21 @@ def logsumexp(input: Tensor, dim: DimArg, keepdim: bool = False) -> Tensor:
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given.
 
+    Args:
+        input: the tensor.
+        dim: the dimension to accumulate along (never split on a global tensor).
+        dtype: the dtype to compute in and return.
+
+    Returns:
+        A tensor of ``input``'s shape; a partial sum stays one (``P -> P``).
+
     Example:
         >>> flow.cumsum(flow.tensor([1, 2, 3]), dim=0).tolist()
         [1, 3, 6]
     """
-    return apply(CUMSUM, input, dim=_one_dim(dim, input.ndim), out=_numpy_dtype(dtype))
+    return apply(CUMSUM, input, dims=_dims(operator.index(dim), input.ndim),
+                 out=_numpy_dtype(dtype))
 
 
-for _name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all",
-              "any", "var", "std", "logsumexp", "softmax", "log_softmax", "cumsum", "norm"):
+for _name in __all__[1:]:
     bind(_name, globals()[_name])

@@ -77,7 +77,7 @@ def _infer_size(size: Shape, numel: int) -> Shape:
     if unknown:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(size)}' is invalid for input of size {numel}")
-        size = size[:unknown[0]] + (numel // known,) + size[unknown[0] + 1:]
+        size = (*size[:unknown[0]], numel // known, *size[unknown[0] + 1:])
     elif known != numel:
         raise RuntimeError(f"shape '{list(size)}' is invalid for input of size {numel}")
     return size
@@ -309,7 +309,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """
     shape = tuple(input.shape)
     if dim is None:
-        wanted = range(len(shape))
+        wanted = list(range(len(shape)))
     else:
         wanted = [_dim(d, len(shape)) for d in ((dim,) if isinstance(dim, int) else dim)]
     dims = tuple(sorted({d for d in wanted if shape and shape[d] == 1}))
@@ -317,7 +317,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
 
 
 def _unsqueeze_shape(shape: Shape, *, dim: int) -> Shape:
-    return shape[:dim] + (1,) + shape[dim:]
+    return (*shape[:dim], 1, *shape[dim:])
 
 
 def _unsqueeze_layouts(shape: Shape, *, dim: int) -> list[Signature]:
@@ -347,11 +347,12 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 def _cat_shape(*shapes: Shape, dim: int) -> Shape:
     first = shapes[0]
     for s in shapes[1:]:
-        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first))
+        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first,
+                                                                              strict=True))
                                        if i != dim):
             raise RuntimeError(f"cat: sizes of tensors must match except in dimension {dim}, "
                                f"got shapes {', '.join(map(str, shapes))}")
-    return first[:dim] + (sum(s[dim] for s in shapes),) + first[dim + 1:]
+    return (*first[:dim], sum(s[dim] for s in shapes), *first[dim + 1:])
 
 
 def _cat_layouts(*shapes: Shape, dim: int) -> list[Signature]:
@@ -403,7 +404,7 @@ def _stack_shape(*shapes: Shape, dim: int) -> Shape:
     if any(s != shapes[0] for s in shapes):
         raise RuntimeError(f"stack expects each tensor to be equal size, got shapes "
                            f"{', '.join(map(str, shapes))}")
-    return shapes[0][:dim] + (len(shapes),) + shapes[0][dim:]
+    return (*shapes[0][:dim], len(shapes), *shapes[0][dim:])
 
 
 def _stack_layouts(*shapes: Shape, dim: int) -> list[Signature]:
@@ -432,7 +433,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 # -- split / chunk -------------------------------------------------------------------------------
 def _narrow_shape(shape: Shape, *, dim: int, start: int, stop: int) -> Shape:
-    return shape[:dim] + (stop - start,) + shape[dim + 1:]
+    return (*shape[:dim], stop - start, *shape[dim + 1:])
 
 
 def _narrow_layouts(shape: Shape, *, dim: int, start: int, stop: int) -> list[Signature]:
