@@ -15,6 +15,7 @@ import numpy
 from ._array_module import array_module
 from ._runtime import topology
 from ._tensor import Tensor
+from .autograd.graph import record
 from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape
@@ -147,7 +148,11 @@ def to_global(t: Tensor, placement: Placement | None, sbp: Any, *, grad_sbp: Any
     if t._placement is None:
         if placement is None or sbp is None:
             raise ValueError("to_global on a local tensor needs both a placement and an sbp")
-        return _local_to_global(t, placement, normalize_sbp(sbp, placement.ndim), check_meta)
+        layout = normalize_sbp(sbp, placement.ndim)
+        result = _local_to_global(t, placement, layout, check_meta)
+        grad_layout = None if grad_sbp is None else normalize_sbp(grad_sbp, placement.ndim)
+        return record("to_global", _local_grad, [t], {"placement": placement, "sbp": layout,
+                                                      "grad_sbp": grad_layout}, result)
     target_placement = t.placement if placement is None else placement
     if sbp is None:
         if target_placement.ndim != len(t.sbp):
@@ -160,7 +165,37 @@ def to_global(t: Tensor, placement: Placement | None, sbp: Any, *, grad_sbp: Any
         return t
     out = redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp),
                        Layout(target_placement, target_sbp))
-    return Tensor(out, target_placement, target_sbp, t.shape)
+    result = Tensor(out, target_placement, target_sbp, t.shape)
+    grad_layout = None if grad_sbp is None else normalize_sbp(grad_sbp, target_placement.ndim)
+    return record("to_global", _global_grad, [t], {"source": (t.placement, t.sbp),
+                                                   "grad_sbp": grad_layout}, result)
+
+
+def _global_grad(g: Tensor, operands: Any, out: Tensor, *, source: Any, grad_sbp: Any
+                 ) -> tuple[Tensor]:
+    """The backward of a redistribution is the reverse redistribution."""
+    if grad_sbp is not None:
+        g = g.to_global(sbp=grad_sbp)
+    return (g.to_global(source[0], source[1]),)
+
+
+def _local_grad(g: Tensor, operands: Any, out: Tensor, *, placement: Placement,
+                sbp: tuple[SbpParallel, ...], grad_sbp: Any) -> tuple[Tensor]:
+    """Backward of local -> global: S stays S, P takes B, and B takes P from B (the ranks whose
+    data was used get the gradient, the others zero); then each rank keeps its shard."""
+    from .creation import zeros_like
+
+    local = operands[0]
+    if grad_sbp is not None:
+        g = g.to_global(placement, grad_sbp)
+    else:
+        gathered = tuple(s if isinstance(s, Split) else _B for s in sbp)
+        g = g.to_global(placement, gathered)
+        g = g.to_global(placement, tuple(Partial() if isinstance(s, Broadcast) else t
+                                         for s, t in zip(sbp, gathered)))
+    if topology.rank not in placement:
+        return (zeros_like(local),)
+    return (Tensor(g._data),)
 
 
 def is_partial(sbp: Sequence[SbpParallel]) -> bool:

@@ -55,8 +55,8 @@ class Tensor:
         20.0
     """
 
-    __slots__ = ("__weakref__", "_data", "_placement", "_sbp", "_shape", "_version", "grad",
-                 "grad_fn", "requires_grad")
+    __slots__ = ("__weakref__", "_data", "_hooks", "_placement", "_post_hooks", "_sbp",
+                 "_shape", "_version", "grad", "grad_fn", "requires_grad")
     __array_priority__ = 1000  # numpy scalars and arrays defer to Tensor's operators
 
     def __init__(self, data: Any, placement: Placement | None = None,
@@ -67,6 +67,8 @@ class Tensor:
         self._sbp = sbp
         self._shape = Size(data.shape if shape is None else shape)
         self._version = 0
+        self._hooks: list[Any] | None = None
+        self._post_hooks: list[Any] | None = None
         self.requires_grad = requires_grad
         self.grad: Tensor | None = None
         self.grad_fn: Any = None
@@ -139,6 +141,44 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    # -- autograd --------------------------------------------------------------------------
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf that requires grad.
+
+        Args:
+            gradient: needed unless ``self`` has one element; its shape (and layout).
+            retain_graph: keep the graph for another backward.
+        """
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph)
+
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
+        """Set ``requires_grad`` in place (leaves only) and return self."""
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("requires_grad can only be turned off on leaf tensors; use "
+                               "detach()")
+        self.requires_grad = requires_grad
+        return self
+
+    def register_hook(self, hook: Any) -> Any:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a
+        replacement. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
+        if self._hooks is None:
+            self._hooks = []
+        return _Handle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's
+        ``.grad``. Returns a handle with ``remove()``."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post-accumulate-grad hooks can only be registered on leaves")
+        if self._post_hooks is None:
+            self._post_hooks = []
+        return _Handle(self._post_hooks, hook)
 
     # -- conversions -----------------------------------------------------------------------
     def numpy(self) -> _ndarray:
@@ -293,6 +333,18 @@ class Tensor:
         return _format(self)
 
 
+class _Handle:
+    """Removes a registered hook."""
+
+    def __init__(self, hooks: list[Any], hook: Any) -> None:
+        self._hooks, self._hook = hooks, hook
+        hooks.append(hook)
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
 def _to_host(array: Any) -> numpy.ndarray:
     if isinstance(array, numpy.ndarray):
         return array
@@ -314,7 +366,7 @@ def _format(t: Tensor) -> str:
     if t.dtype not in (_dtypes.float32, _dtypes.int64, _dtypes.bool) or data.size == 0:
         extras.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+        extras.append(f"grad_fn={t.grad_fn!r}")
     elif t.requires_grad:
         extras.append("requires_grad=True")
     head = "local shard " if t._placement is not None else ""

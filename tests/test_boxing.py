@@ -182,6 +182,19 @@ def test_one_collective_per_1d_conversion(src_sbp: object, dst_sbp: object, name
         assert _counted(src, dst, shape) == expected, shape
 
 
+@pytest.mark.parametrize(("src_sbp", "dst_sbp", "shape", "calls"), [
+    (S0, S1, (SIZE - 1, 3 * SIZE), 1), (S1, S0, (3 * SIZE, SIZE - 1), 1),
+    (S0, B, (SIZE - 1, 3), 1), (P, S0, (SIZE - 1, 3), 1),
+    (S0, S1, (1, 1), 0),  # rank 0 holds all of it either way: nothing to send
+])
+def test_ranks_with_empty_shards_call_the_same_collective(
+        src_sbp: object, dst_sbp: object, shape: tuple[int, ...], calls: int) -> None:
+    # the last rank holds nothing: it must still choose the plain or the _v collective as the
+    # others do (_counted checks that every rank made the same calls)
+    counted = _counted(Layout(ALL, src_sbp), Layout(ALL, dst_sbp), shape)
+    assert sum(counted.values()) == (calls if SIZE > 1 or shape != (1, 1) else 1)
+
+
 def test_same_layout_returns_the_input_itself() -> None:
     local = my_shard(full_value((5, 2)), Layout(ALL, S0))
     assert redistribute(local, (5, 2), Layout(ALL, S0), Layout(ALL, S0)) is local

@@ -108,7 +108,11 @@ class _Context:
 
 
 def _counts(sizes: list[int], inner: int) -> tuple[list[int], bool]:
-    """Element counts of chunks of ``sizes`` rows of ``inner`` elements, and if all equal."""
+    """Element counts of chunks of ``sizes`` rows of ``inner`` elements, and if all equal.
+
+    Every rank of a line computes the same answer (``sizes`` and ``inner`` are the same on
+    all of them), so they all call the same collective, plain or ``_v``.
+    """
     counts = [s * inner for s in sizes]
     return counts, len(set(counts)) <= 1
 
@@ -163,7 +167,7 @@ def _all_to_all(step: AllToAll, x: Any, ctx: _Context, comm: Communicator, xp: A
         send[offset:offset + count].reshape(block.shape)[...] = block
         offset, start = offset + count, start + size
     recv = xp.empty((ctx.new_shape[i], j_sizes[me], *view.shape[2:]), dtype=x.dtype)
-    if len(set(send_counts)) <= 1 and len(set(recv_counts)) <= 1:
+    if len(set(i_sizes)) == 1 and len(set(j_sizes)) == 1:  # the same choice on every rank
         comm.all_to_all(send, recv)
     else:
         comm.all_to_all_v(send, send_counts, recv, recv_counts)

@@ -95,10 +95,11 @@ def _plain(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _unary(name: str, fn: Callable[..., Any], *, floating: bool = False, linear: bool = False,
-           dtype: Callable[..., numpy.dtype] | None = None) -> OpDef:
+           dtype: Callable[..., numpy.dtype] | None = None,
+           grad: Callable[..., Any] | None = None) -> OpDef:
     return OpDef(name, _floating(fn) if floating else _plain(fn), _same_shape,
                  _unary_linear if linear else _unary_splits,
-                 _float_of if floating else dtype)
+                 _float_of if floating else dtype, grad)
 
 
 def _sigmoid(xp: Any, a: Any) -> Any:
@@ -121,6 +122,121 @@ def _erf(xp: Any, a: Any) -> Any:
 
 def _gelu(xp: Any, a: Any) -> Any:
     return 0.5 * a * (1.0 + _erf(xp, a * 0.7071067811865476))  # PyTorch's exact (erf) GELU
+
+
+
+# -- gradient rules: grad(g, operands, out) -> one gradient (or None) per operand ----------------
+def _pw() -> Any:
+    from . import pointwise
+
+    return pointwise
+
+
+def _u(fn: Callable[[Any, Any, Any, Any], Any]) -> Callable[..., Any]:
+    """A unary rule from ``fn(pw, g, x, out)``."""
+
+    def rule(g: Any, operands: Any, out: Any, **_: Any) -> tuple[Any]:
+        return (fn(_pw(), g, operands[0], out),)
+
+    return rule
+
+
+def _b(fx: Callable[..., Any] | None, fy: Callable[..., Any] | None) -> Callable[..., Any]:
+    """A binary rule from ``fx(pw, g, x, y, out)`` and ``fy(...)``, summed to each shape."""
+
+    def rule(g: Any, operands: Any, out: Any, **_: Any) -> tuple[Any, Any]:
+        from .grad_util import maybe
+
+        x, y = operands
+        pw = _pw()
+        gx = maybe(x, fx(pw, g, x, y, out)) if fx is not None else None
+        gy = maybe(y, fy(pw, g, x, y, out)) if fy is not None else None
+        return gx, gy
+
+    return rule
+
+
+def _zero(pw: Any, g: Any, *_: Any) -> Any:
+    return pw.mul(g, 0)
+
+
+_SQRT_2_OVER_PI = 0.7978845608028654
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+def _gelu_grad(pw: Any, g: Any, x: Any, out: Any) -> Any:
+    cdf = pw.mul(pw.add(pw.erf(pw.mul(x, 0.7071067811865476)), 1.0), 0.5)
+    pdf = pw.mul(pw.exp(pw.mul(pw.square(x), -0.5)), _INV_SQRT_2PI)
+    return pw.mul(g, pw.add(cdf, pw.mul(x, pdf)))
+
+
+def _max_share(pw: Any, a: Any, b: Any) -> Any:
+    """1 where ``a`` wins, 0.5 on ties (PyTorch splits the gradient), 0 elsewhere."""
+    return pw.add(pw.gt(a, b).to(g_dtype(a, b)), pw.mul(pw.eq(a, b).to(g_dtype(a, b)), 0.5))
+
+
+def g_dtype(a: Any, b: Any) -> Any:
+    from .._tensor import Tensor
+
+    for t in (a, b):
+        if isinstance(t, Tensor) and t.dtype.is_floating_point:
+            return t.dtype
+    return "float32"
+
+
+def _pow_x(pw: Any, g: Any, x: Any, y: Any, out: Any) -> Any:
+    return pw.mul(g, pw.mul(y, pw.pow(x, pw.sub(y, 1))))
+
+
+def _pow_y(pw: Any, g: Any, x: Any, y: Any, out: Any) -> Any:
+    return pw.mul(g, pw.mul(out, pw.log(x)))
+
+
+UNARY_GRADS: dict[str, Callable[..., Any]] = {
+    "neg": _u(lambda pw, g, x, out: pw.neg(g)),
+    "abs": _u(lambda pw, g, x, out: pw.mul(g, pw.sign(x))),
+    "sign": _u(_zero),
+    "exp": _u(lambda pw, g, x, out: pw.mul(g, out)),
+    "expm1": _u(lambda pw, g, x, out: pw.mul(g, pw.add(out, 1.0))),
+    "log": _u(lambda pw, g, x, out: pw.div(g, x)),
+    "log1p": _u(lambda pw, g, x, out: pw.div(g, pw.add(x, 1.0))),
+    "log2": _u(lambda pw, g, x, out: pw.div(g, pw.mul(x, 0.6931471805599453))),
+    "sqrt": _u(lambda pw, g, x, out: pw.div(pw.mul(g, 0.5), out)),
+    "rsqrt": _u(lambda pw, g, x, out: pw.mul(pw.mul(g, -0.5), pw.pow(out, 3))),
+    "reciprocal": _u(lambda pw, g, x, out: pw.neg(pw.mul(g, pw.square(out)))),
+    "square": _u(lambda pw, g, x, out: pw.mul(pw.mul(g, 2), x)),
+    "sin": _u(lambda pw, g, x, out: pw.mul(g, pw.cos(x))),
+    "cos": _u(lambda pw, g, x, out: pw.neg(pw.mul(g, pw.sin(x)))),
+    "tanh": _u(lambda pw, g, x, out: pw.mul(g, pw.sub(1.0, pw.square(out)))),
+    "sigmoid": _u(lambda pw, g, x, out: pw.mul(g, pw.mul(out, pw.sub(1.0, out)))),
+    "relu": _u(lambda pw, g, x, out: pw.mul(g, pw.gt(x, 0).to(g.dtype))),
+    "gelu": _u(_gelu_grad),
+    "erf": _u(lambda pw, g, x, out: pw.mul(g, pw.mul(pw.exp(pw.neg(pw.square(x))),
+                                                     1.1283791670955126))),
+    "floor": _u(_zero),
+    "ceil": _u(_zero),
+    "round": _u(_zero),
+}
+
+BINARY_GRADS: dict[str, Callable[..., Any]] = {
+    "add": _b(lambda pw, g, x, y, out: g, lambda pw, g, x, y, out: g),
+    "sub": _b(lambda pw, g, x, y, out: g, lambda pw, g, x, y, out: pw.neg(g)),
+    "mul": _b(lambda pw, g, x, y, out: pw.mul(g, y), lambda pw, g, x, y, out: pw.mul(g, x)),
+    "div": _b(lambda pw, g, x, y, out: pw.div(g, y),
+              lambda pw, g, x, y, out: pw.neg(pw.div(pw.mul(g, out), y))),
+    "pow": _b(_pow_x, _pow_y),
+    "maximum": _b(lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, x, y)),
+                  lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, y, x))),
+    "minimum": _b(lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, y, x)),
+                  lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, x, y))),
+    "atan2": _b(lambda pw, g, x, y, out: pw.div(pw.mul(g, y),
+                                                  pw.add(pw.square(x), pw.square(y))),
+                lambda pw, g, x, y, out: pw.div(pw.neg(pw.mul(g, x)),
+                                                pw.add(pw.square(x), pw.square(y)))),
+    "remainder": _b(lambda pw, g, x, y, out: g,
+                    lambda pw, g, x, y, out: pw.neg(pw.mul(g, pw.floor_divide(x, y)))),
+    "floor_divide": _b(_zero, _zero),
+}
 
 
 UNARY: dict[str, OpDef] = {
@@ -159,9 +275,10 @@ UNARY: dict[str, OpDef] = {
 
 def _binary(name: str, fn: Callable[..., Any], layouts: Callable[..., list[Signature]] =
             pointwise_splits, *, floating: bool = False,
-            dtype: Callable[..., numpy.dtype] | None = None) -> OpDef:
+            dtype: Callable[..., numpy.dtype] | None = None,
+            grad: Callable[..., Any] | None = None) -> OpDef:
     return OpDef(name, _floating(fn) if floating else _plain(fn), broadcast_shape, layouts,
-                 _float_of if floating else dtype)
+                 _float_of if floating else dtype, grad)
 
 
 BINARY: dict[str, OpDef] = {
@@ -193,6 +310,21 @@ BINARY: dict[str, OpDef] = {
 }
 
 
+UNARY = {name: OpDef(op.name, op.kernel, op.shape, op.layouts, op.dtype, UNARY_GRADS.get(name))
+         for name, op in UNARY.items()}
+BINARY = {name: OpDef(op.name, op.kernel, op.shape, op.layouts, op.dtype,
+                      BINARY_GRADS.get(name)) for name, op in BINARY.items()}
+
+
+def _where_grad(g: Any, operands: Any, out: Any, **_: Any) -> tuple[Any, Any, Any]:
+    from .grad_util import maybe
+
+    cond, x, y = operands
+    pw = _pw()
+    zero = pw.mul(g, 0)
+    return (None, maybe(x, pw.where(cond, g, zero)), maybe(y, pw.where(cond, zero, g)))
+
+
 def _where_dtype(cond: numpy.dtype, *dtypes: numpy.dtype, **_: Any) -> numpy.dtype:
     return numpy.result_type(*dtypes) if dtypes else numpy.dtype(numpy.float32)
 
@@ -201,4 +333,5 @@ def _where_kernel(ctx: Context, cond: Any, x: Any, y: Any) -> Any:
     return ctx.xp.where(cond, x, y)
 
 
-WHERE = OpDef("where", _where_kernel, broadcast_shape, pointwise_splits, _where_dtype)
+WHERE = OpDef("where", _where_kernel, broadcast_shape, pointwise_splits, _where_dtype,
+              _where_grad)

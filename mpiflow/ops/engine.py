@@ -21,6 +21,7 @@ import numpy
 from .._array_module import array_module
 from .._runtime import topology
 from .._tensor import Tensor
+from ..autograd.graph import record
 from ..boxing.plan import Layout, conversion_cost
 from ..boxing.shards import local_shape
 from ..placement import Placement
@@ -171,7 +172,8 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
         # Python numbers go to kernels as they are: array modules treat them as weakly typed.
         arrays = [v._data if isinstance(v, Tensor) else v for v in values]
         ctx = Context(xp, out_shape, out_shape, out_dtype)
-        return Tensor(_cast(xp.asarray(op.kernel(ctx, *arrays, **attrs)), out_dtype))
+        out = Tensor(_cast(xp.asarray(op.kernel(ctx, *arrays, **attrs)), out_dtype))
+        return record(op.name, op.grad, values, attrs, out)
 
     from ..boxing.execute import redistribute
 
@@ -189,11 +191,12 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
                                        Layout(placement, want)))
     rank = topology.rank
     if rank not in placement:
-        return Tensor(xp.empty((0,), dtype=out_dtype), placement, out_sbp, out_shape)
+        empty = Tensor(xp.empty((0,), dtype=out_dtype), placement, out_sbp, out_shape)
+        return record(op.name, op.grad, values, attrs, empty)
     shard_shape = local_shape(out_shape, placement, out_sbp, rank)
     ctx = Context(xp, shard_shape, out_shape, out_dtype, placement, out_sbp)
     out = _cast(xp.asarray(op.kernel(ctx, *arrays, **attrs)), out_dtype)
     if tuple(out.shape) != shard_shape:  # an op's layout rule and kernel disagree: a bug here
         raise AssertionError(f"{op.name}: shard of shape {tuple(out.shape)} for layout "
                              f"{out_sbp}, expected {shard_shape}")
-    return Tensor(out, placement, out_sbp, out_shape)
+    return record(op.name, op.grad, values, attrs, Tensor(out, placement, out_sbp, out_shape))

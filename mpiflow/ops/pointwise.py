@@ -9,6 +9,7 @@ import numpy
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
+from ..autograd.graph import is_grad_enabled, rebind_inplace
 from ..boxing.execute import redistribute
 from ..boxing.plan import Layout
 from ..sbp import Partial, SbpParallel, Split
@@ -115,9 +116,16 @@ def _cast_layouts(shape: tuple[int, ...], dtype: numpy.dtype, source: numpy.dtyp
     return sigs
 
 
+def _cast_grad(g: Tensor, operands: Any, out: Tensor, *, dtype: numpy.dtype,
+               source: numpy.dtype) -> tuple[Tensor | None]:
+    return (cast(g, source) if source.kind in "fc" else None,)
+
+
 _CAST = OpDef("cast", lambda ctx, a, dtype, source: a.astype(dtype),
-              lambda shape, **_: shape, _cast_layouts, lambda *_, dtype, source: dtype)
-_CLONE = OpDef("clone", lambda ctx, a: a.copy(), lambda shape, **_: shape, _every_layout)
+              lambda shape, **_: shape, _cast_layouts, lambda *_, dtype, source: dtype,
+              _cast_grad)
+_CLONE = OpDef("clone", lambda ctx, a: a.copy(), lambda shape, **_: shape, _every_layout,
+               grad=lambda g, operands, out: (g,))
 
 
 def cast(input: Tensor, dtype: Any) -> Tensor:
@@ -172,8 +180,15 @@ def _expand_layouts(shape: tuple[int, ...], size: tuple[int, ...], **_: Any) -> 
     return sigs
 
 
+def _expand_grad(g: Tensor, operands: Any, out: Tensor, **_: Any) -> tuple[Tensor]:
+    from .grad_util import sum_to
+
+    return (sum_to(g, tuple(operands[0].shape)),)
+
+
 _EXPAND = OpDef("expand", lambda ctx, a, size: ctx.xp.broadcast_to(a, ctx.out_shape).copy(),
-                lambda shape, size: broadcast_shape(shape, size) and size, _expand_layouts)
+                lambda shape, size: broadcast_shape(shape, size) and size, _expand_layouts,
+                grad=_expand_grad)
 
 
 def expand(input: Tensor, *size: Any) -> Tensor:
@@ -200,6 +215,7 @@ def assign_(target: Tensor, value: Any) -> Tensor:
         value = expand(value, tuple(target.shape))
     if target.is_global:
         value = value.to_global(target.placement, target.sbp)
+    rebind_inplace(target, value)
     target._data[...] = value._data.astype(target._data.dtype, copy=False)
     target._version += 1
     return target
@@ -213,6 +229,12 @@ def fill_(target: Tensor, value: Any) -> Tensor:
     """Set every element of ``target`` to the number ``value``."""
     if isinstance(value, Tensor):
         value = value.item()
+    if is_grad_enabled() and target.requires_grad:
+        if target.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation; wrap it in mpiflow.no_grad()")
+        target.grad_fn = None  # the new value is a constant
+        target.requires_grad = False
     if target.is_global and any(isinstance(s, Partial) for s in target.sbp):
         # The logical value is `value`: coordinate-0 ranks hold it, the others the identity.
         xp_full = target._data.copy()
