@@ -30,7 +30,13 @@ _B = Broadcast()
 
 def to_local(t: Tensor) -> Tensor:
     """This rank's shard of the global tensor ``t``, sharing its memory."""
-    return Tensor(t._data)
+    return record("to_local", _to_local_grad, [t], {"layout": (t.placement, t.sbp)},
+                  Tensor(t._data))
+
+
+def _to_local_grad(g: Tensor, operands: Any, out: Tensor, *, layout: Any) -> tuple[Tensor]:
+    """Each rank's local gradient is its shard of the global gradient, in the same layout."""
+    return (Tensor(g._data, layout[0], layout[1], operands[0].shape),)
 
 
 def gather_value(t: Tensor) -> Any:

@@ -41,12 +41,13 @@ class Placement:
         if type not in DEVICE_TYPES:
             raise ValueError(f"placement type must be one of {DEVICE_TYPES}, got {type!r}")
         try:
-            array = numpy.array(ranks, dtype=numpy.int64)
+            raw = numpy.array(ranks)
         except (TypeError, ValueError):
-            raise ValueError(f"placement ranks must be a list or nested lists of ints of the "
-                             f"same length, got {ranks!r}") from None
-        if isinstance(ranks, numpy.ndarray) and ranks.dtype.kind not in "iu":
-            raise ValueError(f"placement ranks must be integers, got dtype {ranks.dtype}")
+            raw = numpy.array([object()])  # ragged nesting: reported below
+        if raw.dtype.kind not in "iu" and raw.size:
+            raise ValueError(f"placement ranks must be integers, in a list or nested lists of the "
+                             f"same length, got {ranks!r}")
+        array = raw.astype(numpy.int64)
         if array.ndim == 0:
             array = array.reshape(1)
         if array.size == 0:

@@ -67,3 +67,9 @@ class TestMeshes:
     def test_bad_placements(self, type_: str, ranks: object, message: str) -> None:
         with pytest.raises(ValueError, match=message):
             Placement(type_, ranks)
+
+
+@pytest.mark.parametrize("bad", ["01", [[0], [0, 0]], [0.5], [True], [[0], [1, 2]]])
+def test_ranks_must_be_integers_in_a_regular_mesh(bad: object) -> None:
+    with pytest.raises(ValueError):
+        placement("cpu", bad)

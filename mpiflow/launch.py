@@ -1,0 +1,449 @@
+"""``python -m mpiflow.launch``: start an MPI job with the launcher that matches mpi4py's MPI.
+
+A convenience for laptops, workstations and batch scripts, and a guard against the classic
+trap of an ``mpiexec`` from another MPI installation (every process then believes it is rank 0
+of 1). Plain ``mpiexec`` and ``srun`` remain first-class; this only builds their command line.
+
+What it does:
+
+1. finds an ``mpiexec``: ``--mpiexec PATH`` or ``$MPIEXEC`` if given, else the first of: the
+   ``bin/`` beside ``$MPI4PY_LIBMPI``'s library, the one next to this Python (the mpich
+   wheel's), ``mpiexec`` and ``mpirun`` on ``PATH``, whose family matches the library;
+2. identifies it from ``mpiexec --version`` (MPICH's Hydra, Intel MPI, Open MPI) and compares
+   the family with ``MPI.Get_library_version()``, refusing a mismatch with an explanation;
+3. adds the flags the family needs: Open MPI is told to oversubscribe when ``-n`` exceeds the
+   cores here (MPICH needs nothing), ``--tag-output`` becomes ``-prepend-rank`` (Hydra) or
+   ``--tag-output``/``--output tag`` (Open MPI 4/5);
+4. sets ``OMP_NUM_THREADS`` to ``max(1, cores // n)`` unless it is already set;
+5. runs the job in its own process group, forwards SIGINT/SIGTERM (and SIGHUP) to that group,
+   stops it after ``--timeout`` seconds (exit status 124), and exits with the job's status.
+
+Exit status: the job's; 124 after ``--timeout``; 128 + N when the job died of signal N; 2 when
+the launcher itself refuses (bad arguments, no matching ``mpiexec``).
+
+Example:
+    $ python -m mpiflow.launch -n 4 --timeout 600 examples/heat2d.py --plot heat.png
+    $ python -m mpiflow.launch -n 2 --tag-output -m mpiflow info
+    $ python -m mpiflow.launch -n 8 --dry-run train.py     # print the command, run nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import FrameType
+
+__all__ = [
+    "Launcher",
+    "build_command",
+    "find_launcher",
+    "identify_launcher",
+    "library_family",
+    "main",
+    "omp_threads",
+    "usable_cores",
+]
+
+FAMILIES = {"mpich": "MPICH (Hydra)", "intel": "Intel MPI (Hydra)", "openmpi": "Open MPI"}
+TIMEOUT_STATUS = 124
+USAGE_STATUS = 2
+GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when stopping a job
+
+
+class LaunchError(RuntimeError):
+    """The launcher refuses to start the job (no suitable mpiexec, bad arguments)."""
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """An ``mpiexec`` and what it is.
+
+    Attributes:
+        path: the executable.
+        family: "mpich" (MPICH, MVAPICH: Hydra), "intel" (Intel MPI's Hydra), "openmpi",
+            or "unknown".
+        version: the version it reports ("" when not found).
+    """
+
+    path: str
+    family: str
+    version: str
+
+    def describe(self) -> str:
+        """A short description such as ``/usr/bin/mpiexec (Open MPI 4.1.5)``."""
+        what = FAMILIES.get(self.family, "an unrecognized launcher")
+        return f"{self.path} ({what}{' ' + self.version if self.version else ''})"
+
+
+def _version_in(text: str, pattern: str) -> str:
+    match = re.search(pattern, text)
+    return match.group(1) if match else ""
+
+
+def identify_launcher(path: str, version_output: str) -> Launcher:
+    """What ``mpiexec --version`` printed says about the launcher.
+
+    Args:
+        path: the launcher's path (kept in the result).
+        version_output: its ``--version`` output (stdout and stderr).
+
+    Returns:
+        The :class:`Launcher`, with family "unknown" when the output is not recognized.
+
+    Example:
+        >>> identify_launcher("mpiexec", "mpiexec (Open MPI) 5.0.3\\n").family
+        'openmpi'
+    """
+    text = version_output
+    if re.search(r"Open MPI|OpenRTE|open-mpi\.org", text):
+        return Launcher(path, "openmpi", _version_in(text, r"\((?:Open MPI|OpenRTE)\)\s*(\S+)"))
+    if "Intel(R) MPI" in text:
+        return Launcher(path, "intel", _version_in(text, r"Version\s+(\S+)"))
+    if "HYDRA" in text or "MPICH" in text or "MVAPICH" in text:
+        return Launcher(path, "mpich", _version_in(text, r"Version:\s*(\S+)"))
+    return Launcher(path, "unknown", "")
+
+
+def library_family(library_version: str) -> str:
+    """The family of an MPI library from ``MPI.Get_library_version()``.
+
+    Args:
+        library_version: the library's version string.
+
+    Returns:
+        "openmpi", "intel", "mpich" (MPICH, MVAPICH, Cray MPICH) or "unknown".
+
+    Example:
+        >>> library_family("MPICH Version:      5.0.2\\nMPICH Release date: ...")
+        'mpich'
+    """
+    if "Open MPI" in library_version:
+        return "openmpi"
+    if "Intel(R) MPI" in library_version:
+        return "intel"
+    if "MPICH" in library_version or "MVAPICH" in library_version:
+        return "mpich"
+    return "unknown"
+
+
+def compatible(launcher_family: str, library: str) -> bool:
+    """Whether a launcher of one family can start processes of a library of another.
+
+    MPICH, MVAPICH and Intel MPI all start processes with Hydra over the same PMI protocol;
+    Open MPI's launcher serves only Open MPI. An unknown side is given the benefit of the
+    doubt (mpiflow still checks the world size at import).
+    """
+    if "unknown" in (launcher_family, library):
+        return True
+    hydra = {"mpich", "intel"}
+    return launcher_family == library or {launcher_family, library} <= hydra
+
+
+def usable_cores() -> int:
+    """The number of CPU cores this process may run on (its affinity mask where known)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def omp_threads(ranks: int, cores: int, environ: Mapping[str, str]) -> str | None:
+    """The ``OMP_NUM_THREADS`` to set, or None to leave the user's value alone.
+
+    Example:
+        >>> omp_threads(4, 16, {}), omp_threads(4, 2, {}), omp_threads(4, 16, {"OMP_NUM_THREADS": "8"})
+        ('4', '1', None)
+    """
+    if environ.get("OMP_NUM_THREADS"):
+        return None
+    return str(max(1, cores // max(1, ranks)))
+
+
+def _major(version: str) -> int:
+    match = re.match(r"(\d+)", version)
+    return int(match.group(1)) if match else 0
+
+
+def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cores: int,
+                  tag_output: bool = False, as_root: bool = False) -> list[str]:
+    """The full command line that starts ``program`` on ``ranks`` processes.
+
+    Args:
+        launcher: the ``mpiexec`` to use.
+        ranks: the number of processes.
+        program: the command each process runs (``[python, script.py, args...]``).
+        cores: the cores available here; Open MPI refuses ``ranks > cores`` unless told.
+        tag_output: prefix every output line with the rank that wrote it.
+        as_root: the launcher runs as root (Open MPI refuses unless told).
+
+    Returns:
+        The argument list.
+
+    Example:
+        >>> hydra = Launcher("mpiexec", "mpich", "5.0.2")
+        >>> build_command(hydra, 4, ["python", "x.py"], cores=2, tag_output=True)
+        ['mpiexec', '-n', '4', '-prepend-rank', 'python', 'x.py']
+    """
+    cmd = [launcher.path, "-n", str(ranks)]
+    if launcher.family == "openmpi":
+        new = _major(launcher.version) >= 5
+        if ranks > cores:
+            cmd += ["--map-by", ":OVERSUBSCRIBE"] if new else ["--oversubscribe"]
+        if tag_output:
+            cmd += ["--output", "tag"] if new else ["--tag-output"]
+        if as_root:
+            cmd.append("--allow-run-as-root")
+    elif tag_output:
+        cmd.append("-prepend-rank")  # Hydra: MPICH, MVAPICH, Intel MPI
+    return [*cmd, *program]
+
+
+def _probe(path: str) -> Launcher:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return Launcher(path, "unknown", "")
+    return identify_launcher(path, done.stdout + done.stderr)
+
+
+def candidate_paths(environ: Mapping[str, str], python: str) -> list[str]:
+    """Where to look for ``mpiexec``, best first (existing executables only, no repeats).
+
+    Args:
+        environ: the environment (``MPI4PY_LIBMPI``, ``PATH``).
+        python: the Python interpreter whose ``bin/`` may hold the mpich wheel's ``mpiexec``.
+    """
+    found: list[str] = []
+    libmpi = environ.get("MPI4PY_LIBMPI", "")
+    places = []
+    if os.sep in libmpi:
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(libmpi)))
+        places += [os.path.join(prefix, "bin", name) for name in ("mpiexec", "mpirun")]
+    places.append(os.path.join(os.path.dirname(python), "mpiexec"))
+    path = environ.get("PATH", os.defpath)
+    places += [p for p in (shutil.which(n, path=path) for n in ("mpiexec", "mpirun")) if p]
+    for place in places:
+        if os.path.isfile(place) and os.access(place, os.X_OK):
+            real = os.path.abspath(place)
+            if real not in found:
+                found.append(real)
+    return found
+
+
+def find_launcher(library_version: str, explicit: str | None, environ: Mapping[str, str],
+                  python: str = sys.executable) -> Launcher:
+    """The ``mpiexec`` to use for a library, or a :class:`LaunchError` that explains why not.
+
+    Args:
+        library_version: ``MPI.Get_library_version()`` of mpi4py's library.
+        explicit: a launcher the user named (``--mpiexec``/``$MPIEXEC``), or None.
+        environ: the environment.
+        python: the interpreter the job will run.
+
+    Returns:
+        The first candidate whose family matches the library (``explicit`` only, if given).
+    """
+    family = library_family(library_version)
+    library = " ".join(library_version.strip().splitlines()[0].split()) if library_version else "?"
+    if explicit:
+        path = shutil.which(explicit, path=environ.get("PATH", os.defpath)) or explicit
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise LaunchError(f"the launcher {explicit!r} is not an executable file")
+        candidates = [path]
+    else:
+        candidates = candidate_paths(environ, python)
+    probed = [_probe(p) for p in candidates]
+    for launcher in probed:
+        if compatible(launcher.family, family):
+            return launcher
+    lines = [f"mpi4py loaded {library} ({FAMILIES.get(family, family)}), but"]
+    if not probed:
+        lines.append("no mpiexec was found (not next to this Python, not on PATH).")
+    for launcher in probed:
+        lines.append(f"  {launcher.describe()} belongs to another MPI;")
+    lines += [
+        "a launcher of another MPI starts N separate worlds of one process each. Either",
+        "  * name the launcher of mpi4py's library: --mpiexec PATH (or MPIEXEC=PATH),",
+        "  * or make mpi4py load the launcher's library: MPI4PY_LIBMPI=/path/to/libmpi.so",
+        "    (see docs/hpc.md), or install the embedded MPI: pip install 'mpiflow[mpich]'.",
+    ]
+    raise LaunchError("\n".join(lines))
+
+
+def _program(args: argparse.Namespace, python: str) -> list[str]:
+    if args.module:
+        return [python, "-m", args.module, *args.args]
+    if not args.args:
+        raise LaunchError("nothing to run: give a script (script.py args...) or -m module")
+    script, *rest = args.args
+    if not os.path.exists(script):
+        raise LaunchError(f"no such script: {script}")
+    return [python, script, *rest]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mpiflow.launch",
+        usage="python -m mpiflow.launch -n N [options] (script.py | -m module) [args ...]",
+        description="Run a Python program on N MPI processes with the mpiexec that matches "
+                    "mpi4py's MPI library. Exit status: the job's, 124 after --timeout.")
+    parser.add_argument("-n", "--np", dest="ranks", type=int, required=True,
+                        help="number of processes")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="stop the job after S seconds and exit with status 124")
+    parser.add_argument("--tag-output", action="store_true",
+                        help="prefix each output line with the rank that wrote it")
+    parser.add_argument("--mpiexec", default=None, metavar="PATH",
+                        help="the launcher to use (default: $MPIEXEC, else found automatically)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the command and the environment changes, run nothing")
+    parser.add_argument("-m", dest="module", default=None, metavar="MODULE",
+                        help="run a module, as python -m MODULE")
+    parser.add_argument("args", nargs=argparse.REMAINDER,
+                        help="the script and its arguments (or the module's arguments)")
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the launcher's options; everything from the script (or ``-m MODULE``) on is kept
+    for the program, options included (``launch -n 2 x.py --plot a.png``)."""
+    argv = list(argv)
+    ours: list[str] = []
+    with_value = {"-n", "--np", "--timeout", "--mpiexec", "-m"}
+    i = 0
+    while i < len(argv):
+        item = argv[i]
+        if item == "--":
+            break
+        if not item.startswith("-") or item == "-":
+            break
+        take = 2 if item in with_value else 1
+        ours += argv[i:i + take]
+        i += take
+        if item == "-m":
+            break
+    rest = argv[i + 1:] if i < len(argv) and argv[i] == "--" else argv[i:]
+    args = _parser().parse_args([*ours, "--", *rest] if rest else ours)
+    if args.args and args.args[0] == "--":
+        args.args = args.args[1:]
+    return args
+
+
+class _Job:
+    """A running launcher process group, with signal forwarding and a deadline."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+        self.interrupts = 0
+
+    def signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def forward(self, signum: int, frame: FrameType | None) -> None:
+        """Pass a signal on to the job; a second Ctrl-C kills it outright."""
+        self.interrupts += signum == signal.SIGINT
+        self.signal_group(signal.SIGKILL if self.interrupts > 1 else signum)
+
+    def stop(self) -> None:
+        """SIGTERM the whole group, then SIGKILL what is left after a grace period."""
+        self.signal_group(signal.SIGTERM)
+        try:
+            self.proc.wait(GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+        self.signal_group(signal.SIGKILL)
+        self.proc.wait()
+
+    def wait(self, timeout: float | None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                print(f"mpiflow.launch: the job ran past --timeout {timeout:g} s; stopping it",
+                      file=sys.stderr, flush=True)
+                self.stop()
+                return TIMEOUT_STATUS
+            try:
+                code = self.proc.wait(left)
+            except subprocess.TimeoutExpired:
+                continue
+            return 128 - code if code < 0 else code
+
+
+def run(cmd: list[str], env: dict[str, str], timeout: float | None) -> int:
+    """Run ``cmd`` in its own process group, forwarding signals; return its exit status.
+
+    Args:
+        cmd: the command line.
+        env: its environment.
+        timeout: seconds before the group is stopped (status 124); None waits forever.
+
+    Returns:
+        The exit status: the command's, 124 after the timeout, 128 + N after signal N.
+    """
+    job = _Job(cmd, env)
+    forwarded = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+    previous = {sig: signal.signal(sig, job.forward) for sig in forwarded}
+    try:
+        return job.wait(timeout)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line entry point; returns the exit status.
+
+    Example:
+        >>> main(["-n", "2", "--timeout", "60", "examples/hello.py"])
+        0
+    """
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.ranks < 1:
+            raise LaunchError(f"-n must be at least 1, got {args.ranks}")
+        if args.timeout is not None and args.timeout <= 0:
+            raise LaunchError(f"--timeout must be positive, got {args.timeout:g}")
+        program = _program(args, sys.executable)
+        from mpi4py import MPI
+
+        explicit = args.mpiexec or os.environ.get("MPIEXEC") or None
+        launcher = find_launcher(MPI.Get_library_version(), explicit, os.environ)
+    except LaunchError as error:
+        print(f"mpiflow.launch: {error}", file=sys.stderr)
+        return USAGE_STATUS
+    cores = usable_cores()
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    cmd = build_command(launcher, args.ranks, program, cores=cores,
+                        tag_output=args.tag_output, as_root=as_root)
+    env = dict(os.environ)
+    threads = omp_threads(args.ranks, cores, env)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = threads
+    if args.dry_run:
+        if threads is not None:
+            print(f"OMP_NUM_THREADS={threads}")
+        print(" ".join(_quote(c) for c in cmd))
+        return 0
+    sys.stdout.flush()
+    return run(cmd, env, args.timeout)
+
+
+def _quote(word: str) -> str:
+    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
