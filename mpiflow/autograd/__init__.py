@@ -7,7 +7,16 @@ Example:
     [2.0, 4.0]
 """
 
-from .graph import Node, backward, enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled
+from .graph import (
+    Node,
+    backward,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    queue_callback,
+    record,
+    set_grad_enabled,
+)
 
-__all__ = ["Node", "backward", "enable_grad", "is_grad_enabled", "no_grad", "record",
-           "set_grad_enabled"]
+__all__ = ["Node", "backward", "enable_grad", "is_grad_enabled", "no_grad", "queue_callback",
+           "record", "set_grad_enabled"]

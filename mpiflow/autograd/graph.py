@@ -24,6 +24,7 @@ __all__ = [
     "enable_grad",
     "is_grad_enabled",
     "no_grad",
+    "queue_callback",
     "rebind_inplace",
     "record",
     "set_grad_enabled",
@@ -66,7 +67,7 @@ class _GradMode:
         return wrapped  # type: ignore[return-value]
 
 
-class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
+class no_grad(_GradMode):
     """Turn graph recording off (``with mpiflow.no_grad(): ...`` or as a decorator).
 
     Example:
@@ -77,13 +78,13 @@ class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
     _target = False
 
 
-class enable_grad(_GradMode):  # noqa: N801
+class enable_grad(_GradMode):
     """Turn graph recording on inside a ``no_grad`` block."""
 
     _target = True
 
 
-class set_grad_enabled(_GradMode):  # noqa: N801
+class set_grad_enabled(_GradMode):
     """Set grad mode to ``mode``: as a call, a context manager or a decorator."""
 
     def __init__(self, mode: bool) -> None:
@@ -268,34 +269,72 @@ def backward(tensor: Tensor, gradient: Tensor | None = None, retain_graph: bool 
         raise RuntimeError(f"gradient has shape {tuple(gradient.shape)}, the tensor "
                            f"{tuple(tensor.shape)}")
     with no_grad():
-        if tensor.grad_fn is None:
-            _accumulate(tensor, gradient)
-            return
-        grads: dict[int, Tensor] = {id(tensor.grad_fn): gradient}
-        for node in reversed(_topological(tensor.grad_fn)):
-            grad = grads.pop(id(node), None)
-            if grad is None:
-                continue
-            if node.rule is None or node.operands is None:
-                raise RuntimeError("Trying to backward through the graph a second time; pass "
-                                   "retain_graph=True to the first backward")
-            for operand, version in zip(node.operands, node.versions):
-                if isinstance(operand, Tensor) and operand._version != version:
-                    raise RuntimeError(
-                        f"one of the variables needed for gradient computation has been "
-                        f"modified by an inplace operation: an input of {node.name} of shape "
-                        f"{tuple(operand.shape)} is at version {operand._version}; expected "
-                        f"version {version}")
+        try:
+            if tensor.grad_fn is None:
+                _accumulate(tensor, gradient)
+            else:
+                _sweep(tensor.grad_fn, gradient, retain_graph)
+            callbacks = list(_callbacks)
+        finally:
+            _callbacks.clear()
+        for callback in callbacks:
+            callback()
+
+
+def _sweep(root: Node, gradient: Tensor, retain_graph: bool) -> None:
+    order = list(reversed(_topological(root)))
+    # A leaf's gradient is accumulated once, after the last node that uses it has run, so its
+    # hooks (e.g. DDP's) see the whole gradient of this backward.
+    uses: dict[int, int] = {}
+    for node in order:
+        for t in node.inputs():
+            if t.grad_fn is None:
+                uses[id(t)] = uses.get(id(t), 0) + 1
+    leaf_grads: dict[int, Tensor] = {}
+    grads: dict[int, Tensor] = {id(root): gradient}
+    for node in order:
+        grad = grads.pop(id(node), None)
+        if node.rule is None or node.operands is None:
+            raise RuntimeError("Trying to backward through the graph a second time; pass "
+                               "retain_graph=True to the first backward")
+        in_grads: Sequence[Any] = [None] * len(node.operands)
+        if grad is not None:
+            _check_versions(node)
             grad = _run_hooks(node.output_ref(), grad)
             operands = [_plain(o) for o in node.operands]
             in_grads = node.rule(grad, operands, node.output, **node.attrs)
-            for operand, g in zip(node.operands, in_grads):
-                if g is None or not isinstance(operand, Tensor) or not operand.requires_grad:
-                    continue
-                if operand.grad_fn is None:
-                    _accumulate(operand, g)
-                else:
+        for operand, g in zip(node.operands, in_grads):
+            if not isinstance(operand, Tensor) or not operand.requires_grad:
+                continue
+            if operand.grad_fn is not None:
+                if g is not None:
                     key = id(operand.grad_fn)
                     grads[key] = g if key not in grads else grads[key] + g
-            if not retain_graph:
-                node.rule, node.operands, node.output = None, None, None
+                continue
+            key = id(operand)
+            if g is not None:
+                leaf_grads[key] = g if key not in leaf_grads else leaf_grads[key] + g
+            uses[key] -= 1
+            if uses[key] == 0 and key in leaf_grads:
+                _accumulate(operand, leaf_grads.pop(key))
+        if not retain_graph:
+            node.rule, node.operands, node.output = None, None, None
+
+
+def _check_versions(node: Node) -> None:
+    assert node.operands is not None
+    for operand, version in zip(node.operands, node.versions):
+        if isinstance(operand, Tensor) and operand._version != version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: an input of {node.name} of shape {tuple(operand.shape)} is "
+                f"at version {operand._version}; expected version {version}")
+
+
+_callbacks: list[Callable[[], None]] = []
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback`` once the current backward pass has finished (e.g. to wait for DDP's
+    gradient all-reduces). Outside a backward pass it runs after the next one."""
+    _callbacks.append(callback)
