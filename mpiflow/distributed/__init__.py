@@ -52,6 +52,7 @@ from .process_group import (
     is_nccl_available,
     new_group,
 )
+from .sync import sync_gradients, sync_initial_weights
 
 reduce_op = ReduceOp  # the deprecated PyTorch spelling that older scripts (and the seeds) use
 
@@ -94,4 +95,6 @@ __all__ = [
     "scatter",
     "scatter_object_list",
     "send",
+    "sync_gradients",
+    "sync_initial_weights",
 ]

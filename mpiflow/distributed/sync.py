@@ -1,0 +1,175 @@
+"""The MPI seed's two data-parallel helpers, done properly: packed into a few large collectives.
+
+``sync_initial_weights`` broadcasts the model from one rank; ``sync_gradients`` all-reduces the
+gradients (averaged by default). Both take an mpiflow ``Module``, a ``torch.nn.Module`` (CPU
+tensors, updated in place; torch is imported only if the object is torch's), or a dict/list of
+numpy arrays (or tensors), and move the data in buckets of one dtype instead of one collective
+per parameter.
+
+Example:
+    >>> model = Net()
+    >>> dist.sync_initial_weights(model)
+    >>> loss.backward()
+    >>> dist.sync_gradients(model)      # every rank now holds the averaged gradient
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._arrays import as_buffer
+from .._runtime import topology
+from ..communication import ReduceOp
+from ..communication.group import ProcessGroup
+from .collectives import resolve_group
+from .packing import Bucket, make_buckets
+
+__all__ = ["sync_gradients", "sync_initial_weights"]
+
+_BUCKET_BYTES = 64 << 20
+_bucket_cache: dict[tuple[Any, ...], list[Bucket]] = {}
+
+
+def _buckets_for(arrays: list[Any]) -> list[Bucket]:
+    """Buckets for arrays of these shapes and dtypes, reused across calls (no reallocation)."""
+    key = tuple((tuple(a.shape), a.dtype.str) for a in arrays)
+    buckets = _bucket_cache.get(key)
+    if buckets is None:
+        if len(_bucket_cache) >= 8:
+            _bucket_cache.pop(next(iter(_bucket_cache)))
+        buckets = make_buckets([(a.shape, a.dtype) for a in arrays], _BUCKET_BYTES)
+        _bucket_cache[key] = buckets
+    return buckets
+
+
+def _is_torch_module(model: Any) -> bool:
+    return any(cls.__module__.startswith("torch.") for cls in type(model).__mro__)
+
+
+def _check_claims(rank: int | None, world_size: int | None, group: ProcessGroup) -> None:
+    if rank is not None and rank != group.rank():
+        raise ValueError(f"rank={rank} but this process is rank {group.rank()}")
+    if world_size is not None and world_size != group.size():
+        raise ValueError(f"world_size={world_size} but the group has {group.size()} ranks")
+
+
+def _weights(model: Any) -> list[Any]:
+    """Writable arrays sharing memory with the model's parameters and buffers."""
+    if _is_torch_module(model):
+        tensors = [*model.parameters(), *model.buffers()]
+        out = []
+        for t in tensors:
+            if t.device.type != "cpu" or not t.is_contiguous():
+                raise ValueError("sync_initial_weights needs contiguous CPU torch tensors")
+            out.append(t.data.numpy())
+        return out
+    if hasattr(model, "parameters") and hasattr(model, "buffers"):
+        return [t._data for t in [*model.parameters(), *model.buffers()] if t.is_local]
+    return _arrays_of(model)
+
+
+def _gradients(model: Any) -> list[Any]:
+    """Writable arrays of the gradients; a parameter without one gets zeros, so that every rank
+    packs the same set."""
+    if _is_torch_module(model):
+        import torch
+
+        out = []
+        for p in model.parameters():
+            if not p.requires_grad:
+                continue
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            out.append(p.grad.numpy())
+        return out
+    if hasattr(model, "parameters"):
+        from ..creation import zeros_like
+
+        out = []
+        for p in model.parameters():
+            if not p.requires_grad or p.is_global:
+                continue  # a global parameter's gradient is already the full-batch one
+            if p.grad is None:
+                p.grad = zeros_like(p)
+            out.append(p.grad._data)
+        return out
+    return _arrays_of(model)
+
+
+def _arrays_of(obj: Any) -> list[Any]:
+    if isinstance(obj, Mapping):
+        items = [obj[k] for k in obj]
+    elif isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
+        items = list(obj)
+    else:
+        raise TypeError(f"expected an mpiflow Module, a torch.nn.Module, or a dict/list of arrays, "
+                        f"got {type(obj).__name__}")
+    return [as_buffer(x, "model entry") for x in items]
+
+
+def _check_layout(arrays: list[Any], group: ProcessGroup, what: str) -> None:
+    """Every rank must pack the same arrays: compare shapes and dtypes once (small)."""
+    from .objects import all_gather_object
+
+    signature = [(tuple(a.shape), a.dtype.str) for a in arrays]
+    everyone: list[Any] = [None] * group.size()
+    all_gather_object(everyone, signature, group=group)
+    for r, theirs in enumerate(everyone):
+        if theirs != signature:
+            raise ValueError(f"{what}: rank {group.ranks[r]} has different tensors than rank "
+                             f"{topology.rank} (shapes/dtypes {theirs} vs {signature})")
+
+
+def sync_initial_weights(model: Any, rank: int | None = None, world_size: int | None = None,
+                         src: int = 0, group: ProcessGroup | None = None,
+                         check: bool = True) -> None:
+    """Make every rank's parameters and buffers equal to those of world rank ``src``.
+
+    Args:
+        model: an mpiflow Module, a torch.nn.Module, or a dict/list of arrays.
+        rank, world_size: what the caller believes (the seed's signature); checked if given.
+        src: the rank whose weights win.
+        group: the group (default: the world).
+        check: first compare shapes and dtypes across ranks (one small collective).
+    """
+    g = resolve_group(group)
+    _check_claims(rank, world_size, g)
+    if g.comm is None:
+        return
+    root = g.group_rank(src, "src")
+    arrays = _weights(model)
+    if check:
+        _check_layout(arrays, g, "sync_initial_weights")
+    for bucket in _buckets_for(arrays):
+        flat = bucket.pack(arrays) if g.comm.rank == root else bucket.allocate()
+        g.comm.broadcast(flat, root)
+        if g.comm.rank != root:
+            bucket.unpack(arrays)
+
+
+def sync_gradients(model: Any, rank: int | None = None, world_size: int | None = None,
+                   average: bool = True, group: ProcessGroup | None = None) -> None:
+    """All-reduce the gradients of ``model`` in place, in a few packed collectives.
+
+    Args:
+        model: an mpiflow Module, a torch.nn.Module, or a dict/list of gradient arrays.
+        rank, world_size: what the caller believes (the seed's signature); checked if given.
+        average: divide by the group size (the mean gradient), else sum.
+        group: the group (default: the world).
+    """
+    g = resolve_group(group)
+    _check_claims(rank, world_size, g)
+    if g.comm is None:
+        return
+    arrays = _gradients(model)
+    works = []
+    for bucket in _buckets_for(arrays):
+        op = ReduceOp.AVG if average and bucket.dtype.kind in "fc" else ReduceOp.SUM
+        works.append((bucket, g.comm.all_reduce(bucket.pack(arrays), op, async_op=True)))
+    for bucket, work in works:
+        assert work is not None
+        work.wait()
+        integer_average = average and bucket.dtype.kind not in "fc"
+        bucket.unpack(arrays, scale=1.0 / g.size() if integer_average else None)
+
