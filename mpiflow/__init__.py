@@ -46,6 +46,7 @@ from .dtypes import (  # noqa: E402
     uint32,
     uint64,
 )
+from .io import load, save  # noqa: E402
 from .ops import *  # noqa: E402, F403
 from .ops import __all__ as _ops_all  # noqa: E402
 from .placement import placement  # noqa: E402
@@ -60,7 +61,8 @@ __all__ = [
     "DType", "ReduceOp", "Size", "Tensor", "__version__", "autograd", "bool", "comm",
     "complex64", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "complex128", "distributed", "double", "dtype", "env", "float", "float16", "float32",
-    "float64", "half", "int", "int8", "int16", "int32", "int64", "long", "nn", "ops", "placement",
+    "float64", "half", "int", "int8", "int16", "int32", "int64", "load", "long", "nn", "ops",
+    "placement", "save",
     "sbp", "uint8", "uint16", "uint32", "uint64",
     *_creation_all, *_ops_all, *_random_all,
 ]

@@ -88,7 +88,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     p, s = layout
     shard = (scatter_value(value, p, s, topology.rank) if topology.rank in p
              else numpy.empty((0,), dtype=dt.numpy))
-    return Tensor(numpy.ascontiguousarray(shard), p, s, value.shape, requires_grad=requires_grad)
+    return Tensor(numpy.require(shard, requirements='C').copy(), p, s, value.shape,
+                  requires_grad=requires_grad)
 
 
 def from_numpy(array: numpy.ndarray) -> Tensor:

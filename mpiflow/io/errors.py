@@ -66,18 +66,17 @@ def agree(comm: Any, error: BaseException | None, what: str) -> None:
     failed = tuple(r for r, m in enumerate(messages) if m is not None)
     first = failed[0]
     also = f" (and on rank(s) {', '.join(map(str, failed[1:]))})" if len(failed) > 1 else ""
-    message = messages[first]
-    prefix = f"{what} failed on rank {first}{also}: "
-    text = message if message.startswith(prefix.split(" failed")[0]) else prefix + message
-    raise CheckpointError(text, first, failed) from error
+    raise CheckpointError(f"{what} failed on rank {first}{also}: {messages[first]}", first,
+                          failed) from error
 
 
 @contextmanager
 def agreed(comm: Any, what: str) -> Iterator[None]:
     """Run the ``with`` body, then :func:`agree` on whether it raised (collective).
 
-    Put at most one collective MPI call in the body, last: a rank that raises before it skips
-    the call, and the agreement that follows is what the other ranks meet it at.
+    A body holds either local work or one collective MPI call, never local work that can fail
+    before a collective: a rank that raised there would skip the call and leave the others
+    waiting in it.
 
     Args:
         comm: the mpi4py communicator of every rank taking part.

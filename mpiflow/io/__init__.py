@@ -1,0 +1,22 @@
+"""Checkpoints: parallel save and load of (global) tensors through MPI-IO.
+
+- :func:`save` writes a tree of tensors, arrays and Python values as a directory: one plain
+  ``.npy`` file per array (each rank writing only its shard), a JSON ``metadata.json``, and
+  ``objects.pkl`` for Python values JSON cannot hold. It is crash-safe: the directory appears
+  atomically when complete, and a failure on any rank raises on every rank.
+- :func:`load` reads it back on any number of ranks, as local tensors or in any layout.
+
+Example:
+    >>> import mpiflow as flow
+    >>> from mpiflow.io import load, save
+    >>> p = flow.placement.all("cpu")
+    >>> save({"w": flow.ones(6, 2, placement=p, sbp=flow.sbp.split(0)), "step": 7}, "ckpt")
+    >>> load("ckpt", p, flow.sbp.split(1))["w"].sbp
+    (mpiflow.sbp.split(dim=1),)
+"""
+
+from .checkpoint import SbpChoice, load, save
+from .errors import CheckpointError
+from .format import FORMAT, VERSION
+
+__all__ = ["FORMAT", "VERSION", "CheckpointError", "SbpChoice", "load", "save"]

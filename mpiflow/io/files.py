@@ -1,0 +1,124 @@
+"""Directory handling of a checkpoint: the temporary directory, fsync, the atomic replacement.
+
+A checkpoint is written into a new directory next to its target (``.NAME.tmp-XXXX``) and only
+when complete takes the target's place. On Linux an existing checkpoint is swapped with the new
+one in one ``renameat2(RENAME_EXCHANGE)`` call, so the target always names a complete
+checkpoint; elsewhere the old one is renamed aside first (a crash in between leaves it intact as
+``.NAME.old-XXXX``). All of this runs on rank 0 only.
+
+Example:
+    >>> tmp = make_temporary("ckpt/step-100")      # ckpt/.step-100.tmp-1f3a...
+    >>> ...                                        # write everything into tmp, flush it
+    >>> replace_directory(tmp, "ckpt/step-100")
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import sys
+import uuid
+
+__all__ = ["METADATA", "OBJECTS", "check_target", "fsync_directory", "fsync_file",
+           "make_temporary", "replace_directory"]
+
+METADATA = "metadata.json"
+OBJECTS = "objects.pkl"
+
+
+def check_target(path: str) -> None:
+    """Raise unless ``path`` may be replaced by a checkpoint: absent, empty, or a checkpoint.
+
+    Args:
+        path: the checkpoint directory to be written.
+
+    Raises:
+        FileExistsError: ``path`` is a file, or a directory that holds something other than a
+            checkpoint (saving must never delete a user's other data).
+    """
+    if not os.path.lexists(path):
+        return
+    if not os.path.isdir(path):
+        raise FileExistsError(f"{path} exists and is not a directory; a checkpoint is a "
+                              "directory")
+    if os.listdir(path) and not os.path.exists(os.path.join(path, METADATA)):
+        raise FileExistsError(f"refusing to replace {path}: it is a directory that is not an "
+                              f"mpiflow checkpoint (it has no {METADATA})")
+
+
+def make_temporary(path: str) -> str:
+    """Create an empty directory next to ``path`` (its parents too) and return its path."""
+    parent, name = os.path.split(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex[:12]}")
+    os.mkdir(tmp)
+    return tmp
+
+
+def fsync_file(path: str) -> None:
+    """Flush the file at ``path`` to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(path: str) -> None:
+    """Flush the entries of directory ``path`` to disk (a no-op where directories cannot be)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the paths ``a`` and ``b`` atomically; False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        rename = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    rename.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                       ctypes.c_uint]
+    if rename(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), b)
+
+
+def replace_directory(tmp: str, path: str) -> None:
+    """Make the complete directory ``tmp`` appear at ``path``, replacing what was there.
+
+    Args:
+        tmp: the new checkpoint, flushed to disk.
+        path: where it goes (absent, empty, or an old checkpoint: see :func:`check_target`).
+    """
+    check_target(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.lexists(path):
+        os.rename(tmp, path)
+    elif _exchange(tmp, path):
+        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old checkpoint
+    else:
+        old = os.path.join(parent, f".{os.path.basename(path)}.old-{uuid.uuid4().hex[:12]}")
+        os.rename(path, old)
+        try:
+            os.rename(tmp, path)
+        except BaseException:
+            os.rename(old, path)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    fsync_directory(parent)

@@ -1,0 +1,179 @@
+"""Collective MPI-IO of one ``.npy`` file: every rank writes or reads only its own region.
+
+A rank's region is a box of the logical array (one ``[start, stop)`` per dim, as
+:func:`mpiflow.boxing.shards.shard_bounds` gives). It becomes a subarray file view
+(``MPI.Datatype.Create_subarray`` of the box inside the logical shape, C order) at the
+header's offset, so one ``Write_all``/``Read_all`` moves a shard of any layout, nested 2-D
+meshes and splits of any dim included; a rank with nothing to move takes part with a count
+of 0. Every step that can fail on some ranks is agreed on (:mod:`.errors`), so a failure on one
+rank raises on all and no rank is left waiting in a collective.
+
+Example:
+    >>> write_array(comm, "x.npy", header_bytes(dtype, (4, 3)), dtype, (4, 3),
+    ...             ((2 * rank, 2 * rank + 2), (0, 3)), shard)      # 2 ranks, split by rows
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any
+
+import numpy
+from mpi4py import MPI
+
+from ..boxing.shards import Box
+from .errors import agreed
+
+__all__ = ["box_shape", "prepare_buffer", "read_array", "write_array"]
+
+
+def box_shape(box: Box) -> tuple[int, ...]:
+    """The shape of the array that holds ``box``.
+
+    Example:
+        >>> box_shape(((2, 5), (0, 3)))
+        (3, 3)
+    """
+    return tuple(b - a for a, b in box)
+
+
+def prepare_buffer(local: Any, dtype: numpy.dtype, box: Box | None) -> numpy.ndarray:
+    """This rank's data to write, as C-contiguous host memory (empty when ``box`` is None).
+
+    Args:
+        local: the region's values (numpy or CuPy), shaped as ``box``.
+        dtype: the file's element type.
+        box: the region this rank writes, or None.
+
+    Returns:
+        A C-contiguous numpy array of ``box``'s shape (``(0,)`` for None).
+    """
+    if box is None:
+        return numpy.empty((0,), dtype=dtype)
+    get = getattr(local, "get", None)
+    host = numpy.asarray(get() if get is not None else local)
+    if host.shape != box_shape(box):
+        raise ValueError(f"the data to write has shape {host.shape}, its region {box} needs "
+                         f"{box_shape(box)}")
+    return numpy.ascontiguousarray(host, dtype=dtype)
+
+
+def _types(itemsize: int, shape: Sequence[int], box: Box | None
+           ) -> tuple[MPI.Datatype, MPI.Datatype]:
+    """The element type (``itemsize`` bytes) and the file type of ``box`` in ``shape``."""
+    etype = MPI.BYTE.Create_contiguous(itemsize).Commit()
+    if box is None:
+        return etype, etype
+    if not box:  # a 0-d array: one element
+        return etype, etype.Create_subarray([1], [1], [0]).Commit()
+    filetype = etype.Create_subarray([int(n) for n in shape], list(box_shape(box)),
+                                     [a for a, _ in box], order=MPI.ORDER_C).Commit()
+    return etype, filetype
+
+
+def _free(etype: MPI.Datatype, filetype: MPI.Datatype) -> None:
+    for t in (etype,) if filetype == etype else (etype, filetype):
+        with suppress(MPI.Exception):
+            t.Free()
+
+
+def _close(comm: Any, fh: MPI.File, path: str, ok: bool) -> None:
+    """Close ``fh`` (collective): agreed after success, best effort after an agreed failure."""
+    if ok:
+        with agreed(comm, f"closing {path}"):
+            fh.Close()
+    else:
+        with suppress(MPI.Exception):
+            fh.Close()
+
+
+def _write_header(fh: MPI.File, header: bytes) -> None:
+    fh.Write_at(0, numpy.frombuffer(header, dtype=numpy.uint8))
+
+
+def write_array(comm: Any, path: str, header: bytes, dtype: numpy.dtype,
+                shape: Sequence[int], box: Box | None, local: Any) -> None:
+    """Write one ``.npy`` file collectively: rank 0 the header, each rank its region's data.
+
+    Every rank of ``comm`` calls it for the same file, with the same header, dtype and shape.
+    The regions of the ranks must not overlap, and together cover the array.
+
+    Args:
+        comm: the mpi4py communicator of every rank taking part.
+        path: the file to create.
+        header: its ``.npy`` header (:func:`.npy.header_bytes`).
+        dtype: the element type.
+        shape: the logical shape.
+        box: the region this rank writes, or None for nothing.
+        local: the region's values, shaped as ``box`` (ignored for None).
+
+    Raises:
+        CheckpointError: a rank failed (on every rank).
+    """
+    with agreed(comm, f"preparing the data of {path}"):
+        buf = prepare_buffer(local, dtype, box)
+        etype, filetype = _types(dtype.itemsize, shape, box)
+    try:
+        with agreed(comm, f"creating {path}"):
+            fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        ok = False
+        try:
+            with agreed(comm, f"writing the header of {path}"):
+                if comm.Get_rank() == 0:
+                    _write_header(fh, header)
+            with agreed(comm, f"setting the file view of {path}"):
+                fh.Set_view(len(header), etype, filetype)
+            with agreed(comm, f"writing {path}"):
+                fh.Write_all([buf.reshape(-1).view(numpy.uint8), buf.size, etype])
+            with agreed(comm, f"flushing {path} to disk"):
+                fh.Sync()
+            ok = True
+        finally:
+            _close(comm, fh, path, ok)
+    finally:
+        _free(etype, filetype)
+
+
+def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Sequence[int],
+               box: Box | None) -> numpy.ndarray:
+    """Read this rank's region of a ``.npy`` file collectively (every rank of ``comm`` calls).
+
+    Args:
+        comm: the mpi4py communicator of every rank taking part.
+        path: the file.
+        offset: where its data starts (the header's length).
+        dtype: the element type.
+        shape: the logical shape.
+        box: the region this rank reads, or None for nothing.
+
+    Returns:
+        The region's values, a new array of ``box``'s shape (``(0,)`` for None).
+
+    Raises:
+        CheckpointError: a rank failed, or the file holds fewer bytes than the region needs.
+    """
+    out = numpy.empty(box_shape(box) if box is not None else (0,), dtype=dtype)
+    with agreed(comm, f"preparing to read {path}"):
+        etype, filetype = _types(dtype.itemsize, shape, box)
+    try:
+        with agreed(comm, f"opening {path}"):
+            fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
+        ok = False
+        try:
+            with agreed(comm, f"setting the file view of {path}"):
+                fh.Set_view(offset, etype, filetype)
+            status = MPI.Status()
+            with agreed(comm, f"reading {path}"):
+                fh.Read_all([out.reshape(-1).view(numpy.uint8), out.size, etype], status)
+            with agreed(comm, f"reading {path}"):
+                got = status.Get_count(etype) if out.size else 0
+                if got != out.size:
+                    raise ValueError(f"{path} is truncated: read {got} of the {out.size} "
+                                     f"elements of the region {box}")
+            ok = True
+        finally:
+            _close(comm, fh, path, ok)
+    finally:
+        _free(etype, filetype)
+    return out
