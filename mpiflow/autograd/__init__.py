@@ -7,6 +7,7 @@ Example:
     [2.0, 4.0]
 """
 
+from .gradcheck import gradcheck
 from .graph import (
     Node,
     backward,
@@ -18,5 +19,5 @@ from .graph import (
     set_grad_enabled,
 )
 
-__all__ = ["Node", "backward", "enable_grad", "is_grad_enabled", "no_grad", "queue_callback",
-           "record", "set_grad_enabled"]
+__all__ = ["Node", "backward", "enable_grad", "gradcheck", "is_grad_enabled", "no_grad",
+           "queue_callback", "record", "set_grad_enabled"]

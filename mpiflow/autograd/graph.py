@@ -155,10 +155,10 @@ def record(name: str, rule: Rule | None, operands: Sequence[Any], attrs: dict[st
         return output
     if not any(isinstance(o, Tensor) and o.requires_grad for o in operands):
         return output
-    if rule is None:
-        if output._data.dtype.kind in "fc":
-            raise RuntimeError(f"{name} has no gradient rule: it cannot take part in backward")
+    if output._data.dtype.kind not in "fc":
         return output  # integer and bool results carry no gradient
+    if rule is None:
+        raise RuntimeError(f"{name} has no gradient rule: it cannot take part in backward")
     output.requires_grad = True
     output.grad_fn = Node(_backward_name(name), rule, operands, attrs, output)
     return output

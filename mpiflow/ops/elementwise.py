@@ -185,11 +185,12 @@ def g_dtype(a: Any, b: Any) -> Any:
 
 
 def _pow_x(pw: Any, g: Any, x: Any, y: Any, out: Any) -> Any:
-    return pw.mul(g, pw.mul(y, pw.pow(x, pw.sub(y, 1))))
+    return pw.mul(g, pw.mul(y, pw.pow(x, y - 1)))  # (operators: y may be a Python number)
 
 
 def _pow_y(pw: Any, g: Any, x: Any, y: Any, out: Any) -> Any:
-    return pw.mul(g, pw.mul(out, pw.log(x)))
+    log_x = pw.log(x) if hasattr(x, "shape") else numpy.log(x)  # x may be a Python number
+    return pw.mul(g, pw.mul(out, log_x))
 
 
 UNARY_GRADS: dict[str, Callable[..., Any]] = {
@@ -229,10 +230,8 @@ BINARY_GRADS: dict[str, Callable[..., Any]] = {
                   lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, y, x))),
     "minimum": _b(lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, y, x)),
                   lambda pw, g, x, y, out: pw.mul(g, _max_share(pw, x, y))),
-    "atan2": _b(lambda pw, g, x, y, out: pw.div(pw.mul(g, y),
-                                                  pw.add(pw.square(x), pw.square(y))),
-                lambda pw, g, x, y, out: pw.div(pw.neg(pw.mul(g, x)),
-                                                pw.add(pw.square(x), pw.square(y)))),
+    "atan2": _b(lambda pw, g, x, y, out: pw.div(pw.mul(g, y), x * x + y * y),
+                lambda pw, g, x, y, out: pw.div(pw.neg(pw.mul(g, x)), x * x + y * y)),
     "remainder": _b(lambda pw, g, x, y, out: g,
                     lambda pw, g, x, y, out: pw.neg(pw.mul(g, pw.floor_divide(x, y)))),
     "floor_divide": _b(_zero, _zero),

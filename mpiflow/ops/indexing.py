@@ -19,6 +19,14 @@ Layouts of global tensors (per mesh axis):
 
 Local results of basic indexing share memory with their input (numpy views).
 
+Gradients: ``getitem`` puts the gradient into zeros of the input's shape at the index (advanced
+indices accumulate where they repeat, as ``index_add``). ``setitem`` on a tensor that takes part
+in autograd records a node and rebinds the target to it: the written value gets the region's
+gradient (summed over the dims it was broadcast along), the target's old value the gradient
+outside the region. A local tensor written into a global one is made global (``B``) first, so
+its gradient goes to rank 0 as ``to_global``'s does. Views do not track their base: writing
+into the local result of basic indexing does not update the base's history.
+
 Example:
     >>> import mpiflow as flow
     >>> x = flow.arange(12).reshape(3, 4)
@@ -38,6 +46,7 @@ import numpy
 from .._array_module import array_module, is_array
 from .._runtime import topology
 from .._tensor import Tensor
+from ..autograd.graph import is_grad_enabled, rebind_inplace, record
 from ..boxing.execute import redistribute
 from ..boxing.plan import Layout
 from ..boxing.shards import fill_op, shard_bounds
@@ -137,7 +146,40 @@ def _basic_kernel(ctx: Context, a: Any, *, index: Basic) -> Any:
     return a[(*index, Ellipsis)]
 
 
-GETITEM = OpDef("getitem", _basic_kernel, _basic_shape, _basic_layouts)
+def _basic_grad(g: Tensor, operands: Any, out: Tensor, *, index: Basic) -> tuple[Tensor]:
+    return (apply(GETITEM_GRAD, g, index=index, size=tuple(operands[0].shape)),)
+
+
+GETITEM = OpDef("getitem", _basic_kernel, _basic_shape, _basic_layouts,
+                grad=_basic_grad)
+
+
+def _basic_grad_layouts(g: Shape, *, index: Basic, size: Shape) -> list[Signature]:
+    """The inverse of :func:`_basic_layouts`: a split of the gradient's dim taken by ``:``
+    becomes a split of the input's dim; partial sums stay partial."""
+    sigs: list[Signature] = []
+    dim = pos = 0
+    for item in index:
+        if item is None:
+            pos += 1
+            continue
+        if isinstance(item, slice):
+            if item.indices(size[dim]) == (0, size[dim], 1):
+                sigs.append(((Split(pos),), Split(dim)))
+            pos += 1
+        dim += 1
+    return [*sigs, ((partial_sum,), partial_sum)]
+
+
+def _basic_grad_kernel(ctx: Context, g: Any, *, index: Basic, size: Shape) -> Any:
+    out = ctx.xp.zeros(ctx.out_shape, dtype=ctx.out_dtype)
+    out[(*index, Ellipsis)] = g  # a basic index selects each element at most once
+    return out
+
+
+# Zeros of shape ``size`` with ``g`` written at the basic ``index``: getitem's backward.
+GETITEM_GRAD = OpDef("getitem_grad", _basic_grad_kernel, lambda g, *, size, **_: size,
+                     _basic_grad_layouts)
 
 
 def _host(array: Any) -> numpy.ndarray:
@@ -176,7 +218,26 @@ def _advanced_kernel(ctx: Context, a: Any, *, index: tuple[Any, ...]) -> Any:
     return a[tuple(ctx.xp.asarray(item) if is_array(item) else item for item in index)]
 
 
-INDEX = OpDef("index", _advanced_kernel, _advanced_shape, _advanced_layouts)
+def _advanced_grad(g: Tensor, operands: Any, out: Tensor, *, index: tuple[Any, ...]
+                   ) -> tuple[Tensor]:
+    return (apply(INDEX_GRAD, g, index=index, size=tuple(operands[0].shape)),)
+
+
+INDEX = OpDef("index", _advanced_kernel, _advanced_shape, _advanced_layouts,
+              grad=_advanced_grad)
+
+
+def _index_add_kernel(ctx: Context, g: Any, *, index: tuple[Any, ...], size: Shape) -> Any:
+    xp = ctx.xp
+    out = xp.zeros(ctx.out_shape, dtype=ctx.out_dtype)
+    # add.at accumulates where an index repeats (plain assignment would keep one of them)
+    xp.add.at(out, tuple(xp.asarray(item) if is_array(item) else item for item in index), g)
+    return out
+
+
+# Zeros of shape ``size`` with ``g`` added at the advanced ``index``: the backward of indexing.
+INDEX_GRAD = OpDef("index_grad", _index_add_kernel, lambda g, *, size, **_: size,
+                   lambda g, **_: [((partial_sum,), partial_sum)])
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:
@@ -327,18 +388,55 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
     """
     items = tuple(_entry(item) for item in _as_tuple(index))
     basic = all(_is_basic(item) for item in items)
+    key = _expand_basic(items, tuple(target.shape)) if basic else \
+        _advanced_parts(items, target.is_global)
+    if is_grad_enabled() and (target.requires_grad or (isinstance(value, Tensor)
+                                                       and value.requires_grad)):
+        value = _record_setitem(target, key, value)
     if not target.is_global:
         data = _value_array(value, target)
-        key = (*_expand_basic(items, tuple(target.shape)), Ellipsis) if basic else \
-            _advanced_parts(items, False)
         if is_array(data) and array_module(data) is not array_module(target._data):
             raise TypeError("the value lives on another device than the tensor")
-        target._data[key] = data
+        target._data[(*key, Ellipsis) if basic else key] = data
     elif basic:
-        _set_basic_global(target, _expand_basic(items, tuple(target.shape)), value)
+        _set_basic_global(target, key, value)
     else:
-        _set_gathered(target, _advanced_parts(items, True), value)
+        _set_gathered(target, key, value)
     target._version += 1
+
+
+def _record_setitem(target: Tensor, key: tuple[Any, ...], value: Any) -> Any:
+    """Give ``target`` the history of its new value: a node whose gradient rule sends the
+    region's gradient to ``value`` and the rest to ``target``'s old value (a snapshot).
+
+    Returns:
+        ``value``, made global (``B``) if it is a local tensor written into a global target.
+    """
+    if isinstance(value, Tensor) and target.is_global and not value.is_global:
+        value = value.to_global(target.placement, (B,) * target.placement.ndim)
+    operand = value if isinstance(value, Tensor) else 0
+    marker = record("setitem", _setitem_grad, [target, operand], {"index": key},
+                    target.detach())
+    rebind_inplace(target, marker)
+    return value
+
+
+def _setitem_grad(g: Tensor, operands: Any, out: Tensor, *, index: tuple[Any, ...]
+                  ) -> tuple[Tensor, Tensor | None]:
+    """The old value gets the gradient outside the region; ``value`` the region's, summed
+    over the dims it was broadcast along."""
+    from . import pointwise as pw
+    from .grad_util import sum_to
+    from .shape import reshape
+
+    value = operands[1]
+    rest = pw.clone(g)
+    setitem(rest, index, 0)
+    if not isinstance(value, Tensor):
+        return rest, None
+    region = getitem(g, index)
+    fitted = _fitting_shape(value, tuple(region.shape))
+    return rest, reshape(sum_to(region, fitted), tuple(value.shape))
 
 
 bind("__getitem__", getitem)

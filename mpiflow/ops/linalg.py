@@ -14,6 +14,12 @@ dimensions:
 - ``P x B -> P`` and ``B x P -> P`` (the product is linear in each operand).
 
 ``norm`` is a composite of elementwise ops and reductions, whose layout rules it follows.
+
+Gradients: ``matmul`` gives ``g @ b^T`` and ``a^T @ g`` (1-D operands made 2-D, broadcast batch
+dims summed away), ``outer`` gives ``g @ b`` and ``g^T @ a``; on global tensors these products
+follow the same layout rules (``x`` split S(0) and ``w`` broadcast: ``dW = x^T @ g`` is ``P``,
+made ``B`` when accumulated into ``w.grad``). ``norm`` differentiates through its parts (at a
+zero input the 2-norm's gradient is NaN, where PyTorch gives 0).
 """
 
 from __future__ import annotations
@@ -88,7 +94,26 @@ def _matmul_kernel(ctx: Context, a: Any, b: Any, **_: Any) -> Any:
     return ctx.xp.matmul(a, b)
 
 
-MATMUL = OpDef("matmul", _matmul_kernel, _matmul_shape, _matmul_layouts)
+def _matmul_grad(g: Tensor, operands: Any, out: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
+    """``g @ b^T`` and ``a^T @ g`` on the operands made 2-D (a 1-D ``a`` as a row, a 1-D ``b``
+    as a column), summed over the batch dims that broadcasting added or stretched."""
+    from .grad_util import sum_to
+    from .shape import SQUEEZE, UNSQUEEZE, transpose
+
+    a, b = operands
+    a2 = a if a.ndim >= 2 else apply(UNSQUEEZE, a, dim=0)
+    b2 = b if b.ndim >= 2 else apply(UNSQUEEZE, b, dim=1)
+    if b.ndim == 1:
+        g = apply(UNSQUEEZE, g, dim=g.ndim)
+    if a.ndim == 1:
+        g = apply(UNSQUEEZE, g, dim=g.ndim - 1)
+    ga = sum_to(matmul(g, transpose(b2, -1, -2)), tuple(a2.shape))
+    gb = sum_to(matmul(transpose(a2, -1, -2), g), tuple(b2.shape))
+    return (ga if a.ndim >= 2 else apply(SQUEEZE, ga, dims=(0,)),
+            gb if b.ndim >= 2 else apply(SQUEEZE, gb, dims=(1,)))
+
+
+MATMUL = OpDef("matmul", _matmul_kernel, _matmul_shape, _matmul_layouts, grad=_matmul_grad)
 
 
 def _outer_shape(a: Shape, b: Shape, **_: Any) -> Shape:
@@ -101,8 +126,16 @@ def _outer_layouts(a: Shape, b: Shape, **_: Any) -> list[Signature]:
     return [((Split(0), B), Split(0)), ((B, Split(0)), Split(1)), ((P, B), P), ((B, P), P)]
 
 
+def _outer_grad(g: Tensor, operands: Any, out: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
+    """``g @ b`` and ``g^T @ a``."""
+    from .shape import transpose
+
+    a, b = operands
+    return matmul(g, b), matmul(transpose(g, 0, 1), a)
+
+
 OUTER = OpDef("outer", lambda ctx, a, b, **_: a[:, None] * b[None, :], _outer_shape,
-              _outer_layouts)
+              _outer_layouts, grad=_outer_grad)
 
 
 def _tensor(value: Any, like: Tensor) -> Tensor:

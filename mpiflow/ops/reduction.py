@@ -4,7 +4,14 @@ Layout rules, per mesh axis: a split of a dim that is not reduced stays a split 
 output dim); a split of a reduced dim leaves a partial value where a collective can finish the
 reduction (``sum``/``mean`` -> ``P``, ``amax``/``amin`` -> ``P(max)``/``P(min)``), and every
 other op omits it, so the engine moves or gathers that split first. Linear ops keep ``P -> P``.
-Composites (``var``, ``std``, ``max`` with a dim) need no layout rules of their own.
+Composites (``var``, ``std``) need no layout or gradient rules of their own.
+
+Gradient rules sit beside their ops and are written with mpiflow ops (so on global tensors they
+are global ops): ``sum``/``mean`` broadcast the gradient back (``mean`` divided by the logical
+count); ``prod`` gives each element the product of the others, exact with zeros as PyTorch;
+``amax``/``amin`` split the gradient equally among ties; ``max``/``min`` with a dim send it to
+the returned indices; ``softmax``, ``log_softmax``, ``logsumexp`` and ``cumsum`` have their
+closed forms. Indices and bools carry no gradient.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from ..communication import ReduceOp
 from ..dtypes import as_dtype
 from ..sbp import Partial, Split
 from . import pointwise as pw
-from .engine import Context, OpDef, Signature, apply
+from .engine import B, Context, OpDef, Signature, apply
 from .methods import bind
 
 __all__ = [
@@ -127,19 +134,56 @@ def _check_nonempty(name: str, input: Tensor, dims: Dims | None) -> None:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size")
 
 
+# Gradient rules: ``rule(g, operands, result, **attrs)`` -> one gradient per operand (the third
+# parameter is not called ``out``: that is the attribute naming a requested dtype).
+def _unreduce(g: Tensor, dims: Dims, keepdim: bool) -> Tensor:
+    """``g`` (a reduction's gradient) with its reduced dims back as size 1, ready to broadcast."""
+    from . import shape as sh
+
+    if not keepdim:
+        for d in dims:  # ascending: each insertion lands at its final position
+            g = apply(sh.UNSQUEEZE, g, dim=d)
+    return g
+
+
 # -- sum, mean, prod ---------------------------------------------------------------------------
+def _sum_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
+              count: int | None = None, **_: Any) -> tuple[Tensor]:
+    """Every element gets the gradient of its sum (over ``count`` for the mean)."""
+    x = operands[0]
+    g = _unreduce(g, dims, keepdim)
+    if count is not None:
+        g = pw.div(g, count)
+    return (pw.expand(g, tuple(x.shape)),)
+
+
+def _prod_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool, **_: Any
+               ) -> tuple[Tensor]:
+    """The product of the other elements, exact with zeros (as PyTorch): with no zero in a
+    reduced slice it is ``prod / x``; with one zero, that zero gets the product of the rest and
+    the others zero; with two or more, every element gets zero."""
+    x = operands[0]
+    g = _unreduce(g, dims, keepdim)
+    zero = pw.eq(x, 0)
+    zeros = sum(zero, dims, keepdim=True)
+    rest = prod(pw.where(zero, 1, x), dims, keepdim=True)  # the product of the non-zeros
+    others = pw.where(zero, pw.where(pw.eq(zeros, 1), rest, 0),
+                      pw.where(pw.eq(zeros, 0), pw.div(rest, pw.where(zero, 1, x)), 0))
+    return (pw.mul(g, others),)
+
+
 def _sum_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, count: int | None = None,
                 **_: Any) -> Any:
     out = ctx.xp.sum(a, axis=dims, keepdims=keepdim, dtype=_accumulator(ctx.out_dtype))
     return out if count is None else out / count
 
 
-SUM = OpDef("sum", _sum_kernel, _reduced_shape, _linear_layouts, _integral_to_long)
+SUM = OpDef("sum", _sum_kernel, _reduced_shape, _linear_layouts, _integral_to_long, _sum_grad)
 MEAN = OpDef("mean", _sum_kernel, _reduced_shape, _linear_layouts,
-             lambda dtype, *, out=None, **_: dtype if out is None else out)
+             lambda dtype, *, out=None, **_: dtype if out is None else out, _sum_grad)
 PROD = OpDef("prod", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.prod(
     a, axis=dims, keepdims=keepdim, dtype=_accumulator(ctx.out_dtype)),
-    _reduced_shape, _kept_splits, _integral_to_long)
+    _reduced_shape, _kept_splits, _integral_to_long, _prod_grad)
 
 
 def sum(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any = None
@@ -233,9 +277,58 @@ def _arg_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, largest: boo
     return find(a, axis=dims[0], keepdims=keepdim) if len(dims) == 1 else find(a)
 
 
+def _extreme_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
+                  **_: Any) -> tuple[Tensor]:
+    """``amax``/``amin``: the gradient split equally among the elements equal to the result."""
+    x = operands[0]
+    hit = pw.eq(x, _unreduce(result, dims, keepdim)).to(g.dtype)
+    share = pw.div(hit, sum(hit, dims, keepdim=True))
+    return (pw.mul(_unreduce(g, dims, keepdim), share),)
+
+
+def _extreme_at_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
+                     indices: Tensor, **_: Any) -> tuple[Tensor]:
+    """``max``/``min`` with a dim: the gradient goes to the position ``indices`` name."""
+    x = operands[0]
+    return (apply(PUT_ALONG, g, indices, dim=dims[0], keepdim=keepdim,
+                  size=tuple(x.shape)),)
+
+
+def _put_along_kernel(ctx: Context, g: Any, indices: Any, *, dim: int, keepdim: bool,
+                      size: Shape) -> Any:
+    xp = ctx.xp
+    out = xp.zeros(ctx.out_shape, dtype=ctx.out_dtype)
+    if not keepdim:
+        g, indices = xp.expand_dims(g, dim), xp.expand_dims(indices, dim)
+    xp.put_along_axis(out, indices, g, axis=dim)
+    return out
+
+
+def _put_along_layouts(g: Shape, indices: Shape, *, dim: int, keepdim: bool, size: Shape
+                       ) -> list[Signature]:
+    sigs: list[Signature] = []
+    for d in range(len(size)):
+        if d != dim:
+            s = Split(d if keepdim or d < dim else d - 1)
+            sigs.append(((s, s), Split(d)))
+    return [*sigs, ((P_SUM, B), P_SUM)]
+
+
+# Zeros of shape ``size`` with ``g`` put at ``indices`` along ``dim``: max/min's backward.
+PUT_ALONG = OpDef("put_along", _put_along_kernel, lambda g, i, *, size, **_: size,
+                  _put_along_layouts, lambda g, i, **_: g)
+
+
 # Keyed by ``largest``: the max and the min flavour share kernel and rules.
-EXTREME = {True: OpDef("amax", _extreme_kernel, _reduced_shape, _extreme_layouts),
-           False: OpDef("amin", _extreme_kernel, _reduced_shape, _extreme_layouts)}
+EXTREME = {True: OpDef("amax", _extreme_kernel, _reduced_shape, _extreme_layouts,
+                       grad=_extreme_grad),
+           False: OpDef("amin", _extreme_kernel, _reduced_shape, _extreme_layouts,
+                        grad=_extreme_grad)}
+# The values of max/min with a dim: amax/amin whose gradient goes to the indices' positions.
+EXTREME_AT = {True: OpDef("max", _extreme_kernel, _reduced_shape, _extreme_layouts,
+                          grad=_extreme_at_grad),
+              False: OpDef("min", _extreme_kernel, _reduced_shape, _extreme_layouts,
+                           grad=_extreme_at_grad)}
 # Indices need the whole reduced dim on each rank: the layout rule has no split of it.
 ARG_EXTREME = {largest: OpDef(name, _arg_kernel, _reduced_shape, _kept_splits,
                               lambda *_, **__: numpy.dtype(numpy.int64))
@@ -338,8 +431,10 @@ def _max_or_min(name: str, input: Tensor, dim: Any, keepdim: bool, largest: bool
     # Two ops, not one with two outputs: the values keep the cheap partial path (a split
     # reduced dim leaves P(max), finished by a small all-reduce of the result) and only the
     # indices need the reduced dim gathered.
-    return MaxResult(_extreme(name, input, dim, keepdim, largest),
-                     _arg_extreme(name, input, dim, keepdim, largest))
+    indices = _arg_extreme(name, input, dim, keepdim, largest)
+    values = apply(EXTREME_AT[largest], input, dims=_dims(dim, input.ndim), keepdim=keepdim,
+                   largest=largest, partial=input.dtype.numpy.kind in "iuf", indices=indices)
+    return MaxResult(values, indices)
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -511,10 +606,40 @@ def _cumsum_layouts(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
     return [*_kept_splits(shape, dims=dims), ((P_SUM,), P_SUM)]
 
 
+def _logsumexp_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
+                    **_: Any) -> tuple[Tensor]:
+    """``g * softmax(x)``, with ``softmax(x) = exp(x - logsumexp(x))``."""
+    weights = pw.exp(pw.sub(operands[0], _unreduce(result, dims, keepdim)))
+    return (pw.mul(_unreduce(g, dims, keepdim), weights),)
+
+
+def _softmax_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, log: bool, **_: Any
+                  ) -> tuple[Tensor]:
+    """softmax: ``y * (g - sum(g * y))``; log_softmax: ``g - exp(y) * sum(g)``."""
+    if not dims:  # a 0-d input: the output is constant
+        return (pw.mul(g, 0),)
+    if log:
+        return (pw.sub(g, pw.mul(pw.exp(result), sum(g, dims, keepdim=True))),)
+    return (pw.mul(result, pw.sub(g, sum(pw.mul(g, result), dims, keepdim=True))),)
+
+
+def _cumsum_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, **_: Any
+                 ) -> tuple[Tensor]:
+    """The running sum from the end: ``flip(cumsum(flip(g)))``."""
+    from .shape import flip
+
+    if not dims:
+        return (g,)
+    return (flip(cumsum(flip(g, dims), dims[0]), dims),)
+
+
 # Ops along a dim need it whole: their layout rules split the other dims only.
-SOFTMAX = OpDef("softmax", _softmax_kernel, _unchanged, _kept_splits, _float_dtype)
-LOGSUMEXP = OpDef("logsumexp", _logsumexp_kernel, _reduced_shape, _kept_splits, _float_dtype)
-CUMSUM = OpDef("cumsum", _cumsum_kernel, _unchanged, _cumsum_layouts, _integral_to_long)
+SOFTMAX = OpDef("softmax", _softmax_kernel, _unchanged, _kept_splits, _float_dtype,
+                _softmax_grad)
+LOGSUMEXP = OpDef("logsumexp", _logsumexp_kernel, _reduced_shape, _kept_splits, _float_dtype,
+                  _logsumexp_grad)
+CUMSUM = OpDef("cumsum", _cumsum_kernel, _unchanged, _cumsum_layouts, _integral_to_long,
+               _cumsum_grad)
 
 
 def _softmax(name: str, input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:

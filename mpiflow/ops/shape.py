@@ -16,6 +16,10 @@ reduction stays partial (``P -> P``). Split layouts, per mesh axis:
 Local results share memory with their input where the array module allows it (as PyTorch's
 views); ``cat``, ``stack`` and ``flip`` always copy.
 
+Gradients are the inverse rearrangement (reshape back, the inverse permutation, unsqueeze for
+squeeze, flip again); ``cat`` and ``stack`` hand each input its slice of the gradient, and each
+piece of ``split``/``chunk`` (one ``narrow`` op each) puts its gradient into its slice of zeros.
+
 Example:
     >>> import mpiflow as flow
     >>> x = flow.tensor([[1, 2, 3], [4, 5, 6]])
@@ -148,7 +152,13 @@ def _reshape_kernel(ctx: Context, a: Any, *, size: Shape, mesh: Shape) -> Any:
     return a.reshape(ctx.out_shape)
 
 
-RESHAPE = OpDef("reshape", _reshape_kernel, _reshape_shape, _reshape_layouts)
+def _reshape_grad(g: Tensor, operands: Any, out: Tensor, *, size: Shape, mesh: Shape
+                  ) -> tuple[Tensor]:
+    return (apply(RESHAPE, g, size=tuple(operands[0].shape), mesh=mesh),)
+
+
+RESHAPE = OpDef("reshape", _reshape_kernel, _reshape_shape, _reshape_layouts,
+                grad=_reshape_grad)
 
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
@@ -210,7 +220,13 @@ def _permute_kernel(ctx: Context, a: Any, *, perm: Shape) -> Any:
     return ctx.xp.transpose(a, perm)
 
 
-PERMUTE = OpDef("permute", _permute_kernel, _permute_shape, _permute_layouts)
+def _permute_grad(g: Tensor, operands: Any, out: Tensor, *, perm: Shape) -> tuple[Tensor]:
+    inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    return (apply(PERMUTE, g, perm=inverse),)
+
+
+PERMUTE = OpDef("permute", _permute_kernel, _permute_shape, _permute_layouts,
+                grad=_permute_grad)
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
@@ -290,7 +306,14 @@ def _squeeze_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
     return ctx.xp.squeeze(a, axis=dims) if dims else a
 
 
-SQUEEZE = OpDef("squeeze", _squeeze_kernel, _squeeze_shape, _squeeze_layouts)
+def _squeeze_grad(g: Tensor, operands: Any, out: Tensor, *, dims: Shape) -> tuple[Tensor]:
+    for d in dims:  # ascending: each size-1 dim goes back to its place
+        g = apply(UNSQUEEZE, g, dim=d)
+    return (g,)
+
+
+SQUEEZE = OpDef("squeeze", _squeeze_kernel, _squeeze_shape, _squeeze_layouts,
+                grad=_squeeze_grad)
 
 
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
@@ -330,7 +353,8 @@ def _unsqueeze_kernel(ctx: Context, a: Any, *, dim: int) -> Any:
     return ctx.xp.expand_dims(a, dim)
 
 
-UNSQUEEZE = OpDef("unsqueeze", _unsqueeze_kernel, _unsqueeze_shape, _unsqueeze_layouts)
+UNSQUEEZE = OpDef("unsqueeze", _unsqueeze_kernel, _unsqueeze_shape, _unsqueeze_layouts,
+                  grad=lambda g, operands, out, *, dim: (apply(SQUEEZE, g, dims=(dim,)),))
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -365,7 +389,17 @@ def _cat_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
     return ctx.xp.concatenate([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
 
 
-CAT = OpDef("cat", _cat_kernel, _cat_shape, _cat_layouts)
+def _cat_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int) -> tuple[Tensor, ...]:
+    """Each input gets its slice of the gradient along ``dim``."""
+    grads, start = [], 0
+    for x in operands:
+        stop = start + x.shape[dim]
+        grads.append(apply(NARROW, g, dim=dim, start=start, stop=stop))
+        start = stop
+    return tuple(grads)
+
+
+CAT = OpDef("cat", _cat_kernel, _cat_shape, _cat_layouts, grad=_cat_grad)
 
 
 def _tensor_list(tensors: Sequence[Tensor], name: str) -> list[Tensor]:
@@ -417,7 +451,13 @@ def _stack_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
     return ctx.xp.stack([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
 
 
-STACK = OpDef("stack", _stack_kernel, _stack_shape, _stack_layouts)
+def _stack_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int) -> tuple[Tensor, ...]:
+    """Input ``i`` gets the gradient's entry ``i`` along ``dim``."""
+    return tuple(apply(SQUEEZE, apply(NARROW, g, dim=dim, start=i, stop=i + 1), dims=(dim,))
+                 for i in range(len(operands)))
+
+
+STACK = OpDef("stack", _stack_kernel, _stack_shape, _stack_layouts, grad=_stack_grad)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -445,7 +485,17 @@ def _narrow_kernel(ctx: Context, a: Any, *, dim: int, start: int, stop: int) -> 
     return a[(slice(None),) * dim + (slice(start, stop),)]
 
 
-NARROW = OpDef("narrow", _narrow_kernel, _narrow_shape, _narrow_layouts)
+def _narrow_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int, start: int, stop: int
+                 ) -> tuple[Tensor]:
+    """The piece's gradient in its slice of zeros of the input's shape."""
+    from .indexing import GETITEM_GRAD
+
+    shape = tuple(operands[0].shape)
+    index = (slice(None),) * dim + (slice(start, stop),) + (slice(None),) * (len(shape) - dim - 1)
+    return (apply(GETITEM_GRAD, g, index=index, size=shape),)
+
+
+NARROW = OpDef("narrow", _narrow_kernel, _narrow_shape, _narrow_layouts, grad=_narrow_grad)
 
 
 def _pieces(input: Tensor, dim: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
@@ -517,7 +567,11 @@ def _flip_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
     return ctx.xp.flip(a, axis=dims).copy() if dims else a.copy()
 
 
-FLIP = OpDef("flip", _flip_kernel, lambda shape, **_: shape, _flip_layouts)
+def _flip_grad(g: Tensor, operands: Any, out: Tensor, *, dims: Shape) -> tuple[Tensor]:
+    return (apply(FLIP, g, dims=dims),)
+
+
+FLIP = OpDef("flip", _flip_kernel, lambda shape, **_: shape, _flip_layouts, grad=_flip_grad)
 
 
 def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
