@@ -55,8 +55,8 @@ class Tensor:
         20.0
     """
 
-    __slots__ = ("__weakref__", "_data", "_hooks", "_placement", "_post_hooks", "_sbp",
-                 "_shape", "_version", "grad", "grad_fn", "requires_grad")
+    __slots__ = ("__weakref__", "_base", "_data", "_hooks", "_placement", "_post_hooks", "_sbp",
+                 "_shape", "_vc", "grad", "grad_fn", "requires_grad")
     __array_priority__ = 1000  # numpy scalars and arrays defer to Tensor's operators
 
     def __init__(self, data: Any, placement: Placement | None = None,
@@ -66,12 +66,29 @@ class Tensor:
         self._placement = placement
         self._sbp = sbp
         self._shape = Size(data.shape if shape is None else shape)
-        self._version = 0
+        # The version counter, shared with views and detached aliases of the same memory, so
+        # that autograd notices an in-place change made through any of them.
+        self._vc = [0]
+        self._base: Tensor | None = None
         self._hooks: list[Any] | None = None
         self._post_hooks: list[Any] | None = None
         self.requires_grad = requires_grad
         self.grad: Tensor | None = None
         self.grad_fn: Any = None
+
+    @property
+    def _version(self) -> builtins.int:
+        return self._vc[0]
+
+    @_version.setter
+    def _version(self, value: builtins.int) -> None:
+        self._vc[0] = value
+
+    def _alias_of(self, base: Tensor) -> Tensor:
+        """Mark this tensor as a view of ``base``'s memory: one version counter for both."""
+        self._vc = base._vc
+        self._base = base if base._base is None else base._base
+        return self
 
     # -- what it is ------------------------------------------------------------------------
     @property
@@ -250,8 +267,10 @@ class Tensor:
         return self._data
 
     def detach(self) -> Tensor:
-        """A tensor sharing this one's data, outside autograd."""
-        return Tensor(self._data, self._placement, self._sbp, self._shape)
+        """A tensor sharing this one's data (and version counter), outside autograd."""
+        out = Tensor(self._data, self._placement, self._sbp, self._shape)
+        out._vc = self._vc
+        return out
 
     def clone(self) -> Tensor:
         """A copy with its own memory (and the same layout)."""

@@ -243,3 +243,25 @@ def test_version_mismatch_when_a_saved_input_is_modified() -> None:
     c.add_(1)  # a constant that a gradient needs
     with pytest.raises(RuntimeError, match="expected version 0"):
         z.sum().backward()
+
+
+def test_views_share_the_version_counter_of_their_base() -> None:
+    a = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = a * 1
+    z = (x * x).sum()
+    view = x.reshape(3)
+    assert view._version == x._version
+    with pytest.raises(RuntimeError, match="view"):
+        view += 10  # would silently corrupt x's gradient otherwise
+    with flow.no_grad():
+        x.reshape(3).add_(10)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_in_place_on_an_output_keeps_the_value_its_rule_needs() -> None:
+    a = flow.tensor([0.5, 1.0], requires_grad=True)
+    y = a.exp()
+    y += 1  # exp's gradient uses exp's output: it must not see the +1
+    y.sum().backward()
+    numpy.testing.assert_allclose(a.grad.numpy(), numpy.exp([0.5, 1.0]), rtol=1e-6)

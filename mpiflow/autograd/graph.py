@@ -173,8 +173,17 @@ def rebind_inplace(target: Tensor, value: Tensor) -> None:
     Raises:
         RuntimeError: ``target`` is a leaf that requires grad (as in PyTorch).
     """
+    produced_by = target.grad_fn
+    if produced_by is not None and produced_by.output is not None:
+        # Rules such as exp's use their output: keep the value they saw.
+        produced_by.output = Tensor(target._data.copy(), target._placement, target._sbp,
+                                    target.shape)
     if not (_mode.enabled and (target.requires_grad or value.requires_grad)):
         return
+    if target._base is not None and (target._base.requires_grad or value.requires_grad):
+        raise RuntimeError("an in-place change through a view of a tensor that takes part in "
+                           "autograd is not supported; change the base tensor, or clone() the "
+                           "view first")
     if target.requires_grad and target.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation; wrap it in mpiflow.no_grad() or use an out-of-place op")

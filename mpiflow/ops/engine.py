@@ -147,6 +147,24 @@ def _choose(op: OpDef, shapes: Sequence[Shape], sbps: Sequence[tuple[SbpParallel
     return [tuple(c) for c in chosen_in], tuple(chosen_out)
 
 
+def _root(array: Any) -> Any:
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
+
+
+def _link_views(out: Tensor, tensors: Sequence[Tensor]) -> Tensor:
+    """If the kernel returned a view of an input's memory, share that input's version."""
+    base = getattr(out._data, "base", None)
+    if base is None:
+        return out
+    root = _root(out._data)
+    for t in tensors:
+        if _root(t._data) is root:
+            return out._alias_of(t)
+    return out
+
+
 def _cast(array: Any, dtype: numpy.dtype) -> Any:
     return array if array.dtype == dtype else array.astype(dtype)
 
@@ -173,7 +191,7 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
         arrays = [v._data if isinstance(v, Tensor) else v for v in values]
         ctx = Context(xp, out_shape, out_shape, out_dtype)
         out = Tensor(_cast(xp.asarray(op.kernel(ctx, *arrays, **attrs)), out_dtype))
-        return record(op.name, op.grad, values, attrs, out)
+        return record(op.name, op.grad, values, attrs, _link_views(out, tensors))
 
     from ..boxing.execute import redistribute
 
@@ -199,4 +217,5 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
     if tuple(out.shape) != shard_shape:  # an op's layout rule and kernel disagree: a bug here
         raise AssertionError(f"{op.name}: shard of shape {tuple(out.shape)} for layout "
                              f"{out_sbp}, expected {shard_shape}")
-    return record(op.name, op.grad, values, attrs, Tensor(out, placement, out_sbp, out_shape))
+    result = _link_views(Tensor(out, placement, out_sbp, out_shape), tensors)
+    return record(op.name, op.grad, values, attrs, result)
