@@ -16,7 +16,7 @@ from . import _runtime
 
 _runtime.install_abort_handler()
 
-from . import autograd, comm, distributed, env, nn, ops, sbp  # noqa: E402
+from . import autograd, comm, distributed, env, nn, ops, optim, sbp, utils  # noqa: E402
 from ._arrays import register_buffer_type as _register_buffer_type  # noqa: E402
 from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402
@@ -62,7 +62,7 @@ __all__ = [
     "complex64", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "complex128", "distributed", "double", "dtype", "env", "float", "float16", "float32",
     "float64", "half", "int", "int8", "int16", "int32", "int64", "load", "long", "nn", "ops",
-    "placement", "save",
+    "optim", "placement", "save", "utils",
     "sbp", "uint8", "uint16", "uint32", "uint64",
     *_creation_all, *_ops_all, *_random_all,
 ]

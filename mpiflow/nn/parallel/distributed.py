@@ -37,10 +37,9 @@ class _Reducer:
         self.group = group
         self.broadcast_buffers = broadcast_buffers
         # Reverse registration order: the last layers' gradients are ready first in backward.
+        # (parameters() yields each shared parameter once.)
         self.params: list[Tensor] = [p for p in module.parameters()
                                      if p.requires_grad and p.is_local][::-1]
-        seen: set[int] = set()
-        self.params = [p for p in self.params if not (id(p) in seen or seen.add(id(p)))]
         self.buckets: list[Bucket] = make_buckets(
             [(tuple(p.shape), p._data.dtype) for p in self.params], bucket_bytes,
             _FIRST_BUCKET_BYTES)

@@ -1,0 +1,17 @@
+"""The layers of :mod:`mpiflow.nn`, one module per family."""
+
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .dropout import Dropout
+from .embedding import Embedding
+from .linear import Flatten, Identity, Linear
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import IncompatibleKeys, Module, Parameter, RemovableHandle
+from .normalization import LayerNorm
+
+__all__ = [
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten",
+    "GELU", "Identity", "IncompatibleKeys", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
+    "LogSoftmax", "MSELoss", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter",
+    "ReLU", "RemovableHandle", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh",
+]

@@ -1,0 +1,132 @@
+"""Adam and AdamW (with AMSGrad), as PyTorch computes them.
+
+Example:
+    >>> import mpiflow.optim as optim
+    >>> opt = optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor import Tensor
+from ..autograd import no_grad
+from ..creation import zeros_like
+from ..ops import pointwise as pw
+from .optimizer import Optimizer, Params
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _check(lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba), PyTorch's formulation; ``weight_decay`` is an L2 penalty added
+    to the gradient.
+
+    Per step ``t``: ``m = beta1 * m + (1 - beta1) * g``, ``v = beta2 * v + (1 - beta2) * g*g``,
+    (AMSGrad: ``v_max = max(v_max, v)`` used for ``v``), then
+    ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``.
+
+    Args:
+        params: tensors or parameter groups.
+        lr: the learning rate.
+        betas: the decay rates of the two moment estimates.
+        eps: added to the denominator.
+        weight_decay: L2 penalty (added to the gradient).
+        amsgrad: keep the maximum of the second moments.
+        maximize: ascend instead of descend.
+
+    Example:
+        >>> opt = optim.Adam(net.parameters(), lr=1e-3, amsgrad=True)
+    """
+
+    _decoupled = False
+
+    def __init__(self, params: Params, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        _check(lr, betas, eps, weight_decay)
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
+        state = self.state.setdefault(p, {})
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = zeros_like(p)      # the parameter's layout
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        elif amsgrad and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                lr, wd, amsgrad = group["lr"], group["weight_decay"], group["amsgrad"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    g = pw.neg(p.grad) if group["maximize"] else p.grad
+                    state = self._state(p, amsgrad)
+                    state["step"] += 1
+                    step = state["step"]
+                    if self._decoupled:
+                        pw.assign_(p, pw.mul(p, 1.0 - lr * wd))
+                    elif wd != 0:
+                        g = pw.add(g, pw.mul(p, wd))
+                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                    # lerp(m, g, 1 - beta1) = m + (1 - beta1) * (g - m), as PyTorch's lerp_
+                    pw.assign_(exp_avg, pw.add(exp_avg, pw.mul(pw.sub(g, exp_avg), 1.0 - beta1)))
+                    pw.assign_(exp_avg_sq, pw.add(pw.mul(exp_avg_sq, beta2),
+                                                  pw.mul(pw.mul(g, g), 1.0 - beta2)))
+                    step_size = lr / (1.0 - beta1 ** step)
+                    bias_correction2_sqrt = math.sqrt(1.0 - beta2 ** step)
+                    second = exp_avg_sq
+                    if amsgrad:
+                        second = pw.assign_(state["max_exp_avg_sq"],
+                                            pw.maximum(state["max_exp_avg_sq"], exp_avg_sq))
+                    denom = pw.add(pw.div(pw.sqrt(second), bias_correction2_sqrt),
+                                   group["eps"])
+                    pw.assign_(p, pw.sub(p, pw.mul(pw.div(exp_avg, denom), step_size)))
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov and Hutter): each step first does
+    ``p *= 1 - lr * weight_decay``, then Adam's update without an L2 term.
+
+    Args:
+        params, lr, betas, eps, amsgrad, maximize: as :class:`Adam`.
+        weight_decay: the decoupled decay (default 0.01).
+
+    Example:
+        >>> opt = optim.AdamW(net.parameters(), lr=1e-3)
+    """
+
+    _decoupled = True
+
+    def __init__(self, params: Params, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
