@@ -136,7 +136,8 @@ def halo_exchange(t: Tensor, width: int, *, periodic: bool = False, fill: Any = 
         ValueError: ``t`` is not split along one dim of a 1-D placement, or ``width < 0``.
 
     Example:
-        >>> u = flow.arange(12.0, placement=p, sbp=flow.sbp.split(0)).reshape(6, 2)
+        >>> u = flow.tensor(numpy.arange(12.0).reshape(6, 2), placement=p,
+        ...                 sbp=flow.sbp.split(0))
         >>> ext = halo_exchange(u, 1, periodic=True)     # shape (rows + 2, 2)
         >>> new = ext[:-2] + ext[2:] - 2 * ext[1:-1]     # a 1-D Laplacian of this shard
     """
@@ -158,7 +159,7 @@ def halo_exchange(t: Tensor, width: int, *, periodic: bool = False, fill: Any = 
     plan = _plan(n, parts, width, bool(periodic))
     works: list[Work] = []
     received: list[tuple[numpy.ndarray, tuple[int, ...]]] = []
-    for (src, dst), (src_rows, slots) in plan.items():
+    for (src, dst), (_, slots) in plan.items():
         if dst == me and src != me:
             buf = numpy.empty((len(slots), *local.shape[1:]), dtype=local.dtype)
             works.append(world_comm.irecv(buf, ranks[src], HALO_TAG))

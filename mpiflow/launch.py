@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -159,8 +160,10 @@ def omp_threads(ranks: int, cores: int, environ: Mapping[str, str]) -> str | Non
     """The ``OMP_NUM_THREADS`` to set, or None to leave the user's value alone.
 
     Example:
-        >>> omp_threads(4, 16, {}), omp_threads(4, 2, {}), omp_threads(4, 16, {"OMP_NUM_THREADS": "8"})
-        ('4', '1', None)
+        >>> omp_threads(4, 16, {}), omp_threads(4, 2, {})
+        ('4', '1')
+        >>> omp_threads(4, 16, {"OMP_NUM_THREADS": "8"}) is None
+        True
     """
     if environ.get("OMP_NUM_THREADS"):
         return None
@@ -201,7 +204,7 @@ def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cor
             cmd += ["--output", "tag"] if new else ["--tag-output"]
         if as_root:
             cmd.append("--allow-run-as-root")
-    elif tag_output:
+    elif tag_output and launcher.family in ("mpich", "intel"):
         cmd.append("-prepend-rank")  # Hydra: MPICH, MVAPICH, Intel MPI
     return [*cmd, *program]
 
@@ -261,17 +264,20 @@ def find_launcher(library_version: str, explicit: str | None, environ: Mapping[s
         candidates = [path]
     else:
         candidates = candidate_paths(environ, python)
-    probed = [_probe(p) for p in candidates]
-    for launcher in probed:
+    probed = []
+    for candidate in candidates:  # probe one at a time: the first fit wins
+        launcher = _probe(candidate)
         if compatible(launcher.family, family):
             return launcher
-    lines = [f"mpi4py loaded {library} ({FAMILIES.get(family, family)}), but"]
+        probed.append(launcher)
+    kind = {"mpich": "MPICH family", "intel": "Intel MPI", "openmpi": "Open MPI"}
+    lines = [f'mpi4py loaded the MPI library "{library}" ({kind.get(family, family)}), but']
     if not probed:
         lines.append("no mpiexec was found (not next to this Python, not on PATH).")
     for launcher in probed:
         lines.append(f"  {launcher.describe()} belongs to another MPI;")
     lines += [
-        "a launcher of another MPI starts N separate worlds of one process each. Either",
+        "such a launcher starts N separate worlds of one process each. Either",
         "  * name the launcher of mpi4py's library: --mpiexec PATH (or MPIEXEC=PATH),",
         "  * or make mpi4py load the launcher's library: MPI4PY_LIBMPI=/path/to/libmpi.so",
         "    (see docs/hpc.md), or install the embedded MPI: pip install 'mpiflow[mpich]'.",
@@ -296,7 +302,7 @@ def _parser() -> argparse.ArgumentParser:
         usage="python -m mpiflow.launch -n N [options] (script.py | -m module) [args ...]",
         description="Run a Python program on N MPI processes with the mpiexec that matches "
                     "mpi4py's MPI library. Exit status: the job's, 124 after --timeout.")
-    parser.add_argument("-n", "--np", dest="ranks", type=int, required=True,
+    parser.add_argument("-n", "--np", dest="ranks", type=int, required=True, metavar="N",
                         help="number of processes")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="stop the job after S seconds and exit with status 124")
@@ -338,6 +344,30 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes descended from ``pid``, from ``/proc`` (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 class _Job:
     """A running launcher process group, with signal forwarding and a deadline."""
 
@@ -346,25 +376,33 @@ class _Job:
         self.interrupts = 0
 
     def signal_group(self, sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+
+    def kill_tree(self) -> None:
+        """SIGKILL the launcher's group and every process it started (Hydra puts its proxies
+        and ranks in sessions of their own, so the group alone would miss them)."""
+        for pid in _descendants(self.proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        self.signal_group(signal.SIGKILL)
 
     def forward(self, signum: int, frame: FrameType | None) -> None:
-        """Pass a signal on to the job; a second Ctrl-C kills it outright."""
+        """Pass a signal on to the job (mpiexec stops its ranks); a third Ctrl-C kills all."""
         self.interrupts += signum == signal.SIGINT
-        self.signal_group(signal.SIGKILL if self.interrupts > 1 else signum)
+        if self.interrupts > 2:
+            self.kill_tree()
+        else:
+            self.signal_group(signum)
 
     def stop(self) -> None:
-        """SIGTERM the whole group, then SIGKILL what is left after a grace period."""
+        """SIGTERM the job, then SIGKILL what is left of it after a grace period."""
         self.signal_group(signal.SIGTERM)
         try:
             self.proc.wait(GRACE_SECONDS)
         except subprocess.TimeoutExpired:
-            pass
-        self.signal_group(signal.SIGKILL)
-        self.proc.wait()
+            self.kill_tree()
+            self.proc.wait()
 
     def wait(self, timeout: float | None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -1,0 +1,36 @@
+#!/bin/bash
+# mpiflow on PBS nodes with the site's MPI from a module, started by that MPI's mpiexec.
+#   qsub -v MPIFLOW_PROGRAM="examples/kmeans.py --points 10000000" scripts/pbs-module-mpi.sh
+# MPIFLOW_PROGRAM is the Python program and its arguments (default: examples/hello.py).
+# mpiflow must be installed WITHOUT the [mpich] extra. Explained in docs/hpc.md.
+#PBS -N mpiflow
+#PBS -l select=2:ncpus=16:mpiprocs=16
+#PBS -l walltime=01:00:00
+#PBS -j oe
+
+set -euo pipefail
+cd "${PBS_O_WORKDIR:-.}"
+module purge
+module load openmpi                                # EDIT: your site's MPI module
+MPIEXEC="$(command -v mpiexec)"                    # the module's, before the venv's PATH
+source "${MPIFLOW_VENV:-.venv}/bin/activate"
+
+# Make mpi4py load the module's MPI library, and the dynamic loader find its dependencies.
+if [ -z "${MPI4PY_LIBMPI:-}" ]; then
+  export MPI4PY_LIBMPI="$(dirname "$(dirname "$MPIEXEC")")/lib/libmpi.so"
+fi
+if [ ! -e "$MPI4PY_LIBMPI" ]; then
+  echo "no MPI library at $MPI4PY_LIBMPI: load your MPI module or set MPI4PY_LIBMPI" >&2
+  exit 1
+fi
+export LD_LIBRARY_PATH="$(dirname "$MPI4PY_LIBMPI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+NP="$(wc -l < "${PBS_NODEFILE}")"
+export OMP_NUM_THREADS=1                         # cores per rank: ncpus / mpiprocs
+read -r -a PROGRAM <<< "${MPIFLOW_PROGRAM:-examples/hello.py}"
+
+python -m mpiflow info | grep "MPI library"        # must name the module's MPI
+# Open MPI built with PBS support (tm) reads the nodes from the job; -x exports variables to
+# the remote ranks. Hydra-based MPIs (MPICH, Intel MPI): -genvall instead of the -x options.
+# Or: python -m mpiflow.launch -n "$NP" "${PROGRAM[@]}" (finds "$MPIEXEC" by MPI4PY_LIBMPI).
+"$MPIEXEC" -n "$NP" -x PATH -x MPI4PY_LIBMPI -x LD_LIBRARY_PATH -x OMP_NUM_THREADS \
+  python "${PROGRAM[@]}"

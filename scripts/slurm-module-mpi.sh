@@ -1,0 +1,35 @@
+#!/bin/bash
+# mpiflow on Slurm nodes with the site's MPI from a module, started by srun.
+#   sbatch scripts/slurm-module-mpi.sh examples/kmeans.py --points 10000000
+# Arguments are the Python program and its arguments (default: examples/hello.py).
+# mpiflow must be installed WITHOUT the [mpich] extra. Explained in docs/hpc.md.
+#SBATCH --job-name=mpiflow
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=16
+#SBATCH --cpus-per-task=1
+#SBATCH --time=01:00:00
+#SBATCH --output=%x-%j.out
+
+set -euo pipefail
+cd "${SLURM_SUBMIT_DIR:-.}"
+module purge
+module load openmpi                                # EDIT: your site's MPI module
+source "${MPIFLOW_VENV:-.venv}/bin/activate"
+
+# Make mpi4py load the module's MPI library, and the dynamic loader find its dependencies.
+if [ -z "${MPI4PY_LIBMPI:-}" ]; then
+  MPI_BIN="$(dirname "$(command -v mpicc || command -v mpiexec || echo /nonexistent/bin/x)")"
+  export MPI4PY_LIBMPI="$(dirname "$MPI_BIN")/lib/libmpi.so"
+fi
+if [ ! -e "$MPI4PY_LIBMPI" ]; then
+  echo "no MPI library at $MPI4PY_LIBMPI: load your MPI module or set MPI4PY_LIBMPI" >&2
+  exit 1
+fi
+export LD_LIBRARY_PATH="$(dirname "$MPI4PY_LIBMPI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
+if [ "$#" -eq 0 ]; then set -- examples/hello.py; fi
+
+python -m mpiflow info | grep "MPI library"        # must name the module's MPI
+# srun starts every rank through the site MPI's PMI/PMIx plugin (srun --mpi=list shows them;
+# add e.g. --mpi=pmix if the site's default is not the one the MPI needs).
+srun --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" python "$@"
