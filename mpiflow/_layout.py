@@ -107,10 +107,18 @@ def _describe(sbp: Sequence[SbpParallel]) -> str:
 
 
 def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ...],
-                     check_meta: bool) -> Tensor:
+                     check_meta: bool, known_shape: tuple[int, ...] | None = None) -> Tensor:
     rank = topology.rank
     data = t._data
-    if check_meta:
+    if known_shape is not None and not check_meta:
+        shape = known_shape
+        expected = local_shape(shape, placement, sbp, rank) if rank in placement else None
+        if expected is not None and _source_ranks(placement, sbp).count(rank) and \
+                tuple(data.shape) != expected:
+            raise ValueError(f"to_global: rank {rank} holds shape {tuple(data.shape)} but its "
+                             f"shard of {shape} under {_describe(sbp)} is {expected}")
+        dtype = data.dtype
+    elif check_meta:
         metas: list[Any] = [None] * topology.size
         all_gather_object(metas, (tuple(data.shape), data.dtype.str))
         sources = _source_ranks(placement, sbp)
@@ -120,6 +128,9 @@ def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ..
                              + ", ".join(f"rank {r}: {numpy.dtype(metas[r][1])}" for r in sources))
         shape = infer_global_shape(placement, sbp, {r: metas[r][0] for r in sources})
         dtype = numpy.dtype(dtypes.pop())
+        if known_shape is not None and tuple(known_shape) != shape:
+            raise ValueError(f"to_global: the local shards form shape {shape}, not the "
+                             f"given shape {tuple(known_shape)}")
     else:
         grow = [1] * data.ndim
         for a, s in enumerate(sbp):
@@ -147,7 +158,7 @@ def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ..
 
 
 def to_global(t: Tensor, placement: Placement | None, sbp: Any, *, grad_sbp: Any = None,
-              check_meta: bool = True) -> Tensor:
+              check_meta: bool = True, shape: Any = None) -> Tensor:
     """Make ``t`` global, or redistribute it; see :meth:`Tensor.to_global`."""
     if placement is not None and not isinstance(placement, Placement):
         raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
@@ -155,7 +166,8 @@ def to_global(t: Tensor, placement: Placement | None, sbp: Any, *, grad_sbp: Any
         if placement is None or sbp is None:
             raise ValueError("to_global on a local tensor needs both a placement and an sbp")
         layout = normalize_sbp(sbp, placement.ndim)
-        result = _local_to_global(t, placement, layout, check_meta)
+        known = None if shape is None else tuple(int(n) for n in shape)
+        result = _local_to_global(t, placement, layout, check_meta, known)
         grad_layout = None if grad_sbp is None else normalize_sbp(grad_sbp, placement.ndim)
         return record("to_global", _local_grad, [t], {"placement": placement, "sbp": layout,
                                                       "grad_sbp": grad_layout}, result)

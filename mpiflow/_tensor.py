@@ -239,7 +239,7 @@ class Tensor:
         return to_local(self)
 
     def to_global(self, placement: Placement | None = None, sbp: Any = None, *,
-                  grad_sbp: Any = None, check_meta: bool = True) -> Tensor:
+                  grad_sbp: Any = None, check_meta: bool = True, shape: Any = None) -> Tensor:
         """Make a global tensor, or redistribute one (collective: every rank calls it).
 
         Args:
@@ -247,7 +247,10 @@ class Tensor:
             sbp: the target layout, one per mesh axis or one for a 1-D placement (default: keep).
             grad_sbp: layout the gradient is converted to in backward (autograd).
             check_meta: on a local tensor, gather shapes and dtypes and check they fit the
-                layout (one small collective); False trusts that all local shapes are equal.
+                layout (one small collective); False trusts the caller: with ``shape`` the
+                logical shape is that, without it all local shapes are taken as equal.
+            shape: on a local tensor, the logical shape, when known (no communication is
+                needed with ``check_meta=False``; with True it is checked).
 
         Returns:
             The global tensor (``self`` when nothing changes).
@@ -259,7 +262,8 @@ class Tensor:
         """
         from ._layout import to_global
 
-        return to_global(self, placement, sbp, grad_sbp=grad_sbp, check_meta=check_meta)
+        return to_global(self, placement, sbp, grad_sbp=grad_sbp, check_meta=check_meta,
+                         shape=shape)
 
     def _local_for(self, what: str) -> Any:
         if self._placement is not None:

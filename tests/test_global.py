@@ -175,3 +175,20 @@ def test_two_dimensional_mesh() -> None:
     assert_array_equal(out.numpy(), 4 * v)
     y = nested.to_global(sbp=(S1, P))
     assert_array_equal(y.numpy(), v)
+
+
+def test_to_global_with_a_known_shape_needs_no_communication() -> None:
+    n = 3 * SIZE + 1
+    rows = balanced_sizes(n, SIZE)
+    start = sum(rows[:RANK])
+    value = full((n, 2))
+    local = flow.tensor(value[start:start + rows[RANK]])
+    with count_collectives() as counts:
+        g = local.to_global(ALL, S0, check_meta=False, shape=(n, 2))
+    assert sum(counts.values()) == 0
+    assert g.shape == (n, 2)
+    assert_array_equal(g.numpy(), value)
+    checked = local.to_global(ALL, S0, shape=(n, 2))
+    assert checked.shape == (n, 2)
+    with pytest.raises(ValueError, match="given shape"):
+        local.to_global(ALL, S0, shape=(n + 1, 2))
