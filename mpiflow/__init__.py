@@ -3,7 +3,7 @@
 ``import mpiflow`` initializes MPI, checks that the launcher matches the MPI library, and makes an
 uncaught exception on any rank abort the whole job instead of leaving the others waiting.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
     >>> p = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))

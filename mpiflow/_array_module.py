@@ -14,7 +14,7 @@ __all__ = ["array_module", "is_array"]
 def array_module(array: Any) -> ModuleType:
     """Return ``numpy`` or ``cupy``: the module whose functions operate on ``array``.
 
-    Example:
+    Examples:
         >>> array_module(numpy.zeros(2)) is numpy
         True
     """

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy
 
+from ._array_module import is_array
+
 __all__ = ["as_buffer", "as_buffer_list", "register_buffer_type"]
 
 _converters: dict[type, Callable[[Any], Any]] = {}
@@ -34,7 +36,7 @@ def as_buffer(obj: Any, what: str = "tensor") -> Any:
         obj: a numpy array or a registered array-like.
         what: the argument's name, for the error message.
 
-    Example:
+    Examples:
         >>> as_buffer(numpy.zeros(2)).shape
         (2,)
     """
@@ -43,7 +45,7 @@ def as_buffer(obj: Any, what: str = "tensor") -> Any:
     for cls, convert in _converters.items():
         if isinstance(obj, cls):
             return convert(obj)
-    if isinstance(obj, numpy.ndarray):
+    if isinstance(obj, numpy.ndarray) or is_array(obj):  # numpy subclasses, CuPy arrays
         return obj
     raise TypeError(
         f"{what} must be a numpy array or an mpiflow tensor, got {type(obj).__name__}"

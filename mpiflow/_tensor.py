@@ -26,7 +26,7 @@ __all__ = ["Size", "Tensor"]
 class Size(tuple[int, ...]):
     """A tensor shape: a tuple of ints, printed as ``mpiflow.Size([2, 3])``.
 
-    Example:
+    Examples:
         >>> Size([2, 3]).numel()
         6
     """
@@ -48,7 +48,7 @@ class Tensor:
     Build one with :func:`mpiflow.tensor`, :func:`mpiflow.from_numpy` or a creation function;
     ``Tensor(array)`` wraps an array without copying.
 
-    Example:
+    Examples:
         >>> import mpiflow as flow
         >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
         >>> (x * 2).sum().item()
@@ -255,7 +255,7 @@ class Tensor:
         Returns:
             The global tensor (``self`` when nothing changes).
 
-        Example:
+        Examples:
             >>> x = flow.randn(2, 5).to_global(flow.placement("cpu", [0, 1]), flow.sbp.split(0))
             >>> x.shape    # on 2 ranks
             mpiflow.Size([4, 5])

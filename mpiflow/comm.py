@@ -3,7 +3,7 @@
 These are the same operations as :mod:`mpiflow.distributed` (one communication layer under both),
 without groups or async handles, in place where OneFlow is in place.
 
-Example:
+Examples:
     >>> import numpy, mpiflow as flow
     >>> x = numpy.arange(4.0)
     >>> flow.comm.all_reduce(x)         # x is now world_size * [0, 1, 2, 3]
@@ -141,14 +141,15 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
 
     Args:
         src: the sending rank, or None for any.
-        shape, dtype: what arrives, when the sender sends no metadata.
+        shape: what arrives, when the sender sends no metadata.
+        dtype: what arrives, when the sender sends no metadata.
         device: accepted for OneFlow compatibility; arrays are received on the host.
         out: receive into this array or tensor instead of a new one.
 
     Returns:
         The received numpy array, or None when ``out`` was given.
 
-    Example:
+    Examples:
         >>> if rank == 0: flow.comm.send(numpy.arange(3.0), dst=1)
         >>> if rank == 1: x = flow.comm.recv(0)     # array([0., 1., 2.])
     """

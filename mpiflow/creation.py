@@ -8,11 +8,13 @@ hold the value, the others the reduction's identity (``ones`` with ``P``: rank 0
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy
 
 from . import dtypes as _dtypes
+from ._array_module import array_module
 from ._runtime import topology
 from ._tensor import Tensor
 from .boxing.execute import redistribute
@@ -52,14 +54,23 @@ def _layout(placement: Placement | None, sbp: Any
     return placement, normalize_sbp(sbp, placement.ndim)
 
 
-def _check_device(placement: Placement | None, device: Any) -> None:
+def _check_device(placement: Placement | None, device: Any) -> ModuleType:
+    """The array module of a tensor on ``placement`` (or ``device``): numpy for 'cpu', CuPy for
+    'cuda' (a clear error saying what is missing when CuPy or a device is)."""
     kind = (placement.type if placement is not None
             else (str(device).split(":")[0] if device is not None else "cpu"))
     if kind == "cuda":
-        raise RuntimeError("'cuda' tensors need mpiflow's GPU support (CuPy and a CUDA device); "
-                           "use a 'cpu' placement or device on this machine")
+        from . import cuda
+
+        return cuda.require()
     if kind != "cpu":
         raise ValueError(f"unknown device {kind!r}: mpiflow has 'cpu' and 'cuda'")
+    return numpy
+
+
+def _on(xp: ModuleType, host: numpy.ndarray) -> Any:
+    """``host`` (a new numpy array) as an array of ``xp``."""
+    return host if xp is numpy else xp.asarray(host)
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
@@ -70,25 +81,31 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         data: numbers, (nested) lists, a numpy array or a tensor. With ``placement``, the
             *global* value, which must be the same on every rank.
         dtype: the dtype; inferred as PyTorch does (Python floats give float32, ints int64).
-        placement, sbp: make a global tensor; each rank keeps its shard (no communication).
+        placement: make a global tensor; each rank keeps its shard (no communication).
+        sbp: make a global tensor; each rank keeps its shard (no communication).
         requires_grad: record operations for autograd.
 
-    Example:
+    Examples:
         >>> flow.tensor([[1, 2], [3, 4]]).dtype
         mpiflow.int64
     """
     layout = _layout(placement, sbp)
-    _check_device(placement, device)
+    source = data._data if isinstance(data, Tensor) else data
+    if device is None and placement is None and array_module(source) is not numpy:
+        device = "cuda"  # CuPy data stays on the GPU
+    xp = _check_device(placement, device)
     if isinstance(data, Tensor):
         data = data.numpy()
+    elif array_module(data) is not numpy:
+        data = data.get()  # a CuPy array, copied to the host first
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.infer_dtype(data)
     value = numpy.array(data, dtype=dt.numpy, copy=True)
     if layout is None:
-        return Tensor(value, requires_grad=requires_grad)
+        return Tensor(_on(xp, value), requires_grad=requires_grad)
     p, s = layout
     shard = (scatter_value(value, p, s, topology.rank) if topology.rank in p
              else numpy.empty((0,), dtype=dt.numpy))
-    return Tensor(numpy.require(shard, requirements='C').copy(), p, s, value.shape,
+    return Tensor(_on(xp, numpy.require(shard, requirements='C').copy()), p, s, value.shape,
                   requires_grad=requires_grad)
 
 
@@ -101,11 +118,22 @@ def from_numpy(array: numpy.ndarray) -> Tensor:
 
 
 def from_dlpack(obj: Any) -> Tensor:
-    """A local tensor sharing memory with a DLPack-capable object (numpy, CuPy, PyTorch)."""
+    """A local tensor sharing memory with a DLPack-capable object (numpy, CuPy, PyTorch).
+
+    Objects on a CUDA device become CuPy-backed ('cuda') tensors.
+    """
     if isinstance(obj, Tensor):
         return obj
+    device = getattr(obj, "__dlpack_device__", None)
+    if device is not None and int(device()[0]) in _DLPACK_CUDA:
+        from . import cuda
+
+        return Tensor(cuda.require().from_dlpack(obj))
     array = numpy.from_dlpack(obj)
     return Tensor(array)
+
+
+_DLPACK_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
 def _size(size: Sequence[Any]) -> tuple[int, ...]:
@@ -119,10 +147,9 @@ def _size(size: Sequence[Any]) -> tuple[int, ...]:
 
 def _filled(shape: tuple[int, ...], fill: Callable[[Any, tuple[int, ...], numpy.dtype], Any],
             dtype: numpy.dtype, placement: Placement | None, sbp: Any,
-            requires_grad: bool) -> Tensor:
+            requires_grad: bool, device: Any = None) -> Tensor:
     layout = _layout(placement, sbp)
-    _check_device(placement, None)
-    xp = numpy
+    xp = _check_device(placement, device)
     if layout is None:
         return Tensor(fill(xp, shape, dtype), requires_grad=requires_grad)
     p, s = layout
@@ -145,7 +172,8 @@ def zeros(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp
     """A tensor of zeros of shape ``size`` (float32 unless ``dtype``)."""
     _check_device(placement, device)
     return _filled(_size(size), lambda xp, s, d: xp.zeros(s, d),
-                   _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad)
+                   _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad,
+                   device)
 
 
 def ones(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp: Any = None,
@@ -153,7 +181,8 @@ def ones(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp:
     """A tensor of ones of shape ``size``; with a partial sbp only rank 0 holds ones."""
     _check_device(placement, device)
     return _filled(_size(size), lambda xp, s, d: xp.ones(s, d),
-                   _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad)
+                   _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad,
+                   device)
 
 
 def empty(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp: Any = None,
@@ -164,9 +193,9 @@ def empty(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp
     layout = _layout(placement, sbp)
     if layout is not None and any(isinstance(x, Partial) for x in layout[1]):
         return zeros(*size, dtype=dtype, placement=placement, sbp=sbp,
-                     requires_grad=requires_grad)
+                     requires_grad=requires_grad, device=device)
     return _filled(_size(size), lambda xp, s, d: xp.empty(s, d), dt, placement, sbp,
-                   requires_grad)
+                   requires_grad, device)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None,
@@ -176,7 +205,7 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None,
     _check_device(placement, device)
     dt = _dtype_or(dtype, _dtypes.infer_dtype(fill_value))
     return _filled(_size((size,)), lambda xp, s, d: xp.full(s, fill_value, d), dt, placement,
-                   sbp, requires_grad)
+                   sbp, requires_grad, device)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
@@ -186,7 +215,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
 
     Each rank of a global result computes only its own elements.
     """
-    _check_device(placement, device)
+    xp = _check_device(placement, device)
     if end is None:
         start, end = 0, start
     length = max(0, int(numpy.ceil((end - start) / step)))
@@ -199,23 +228,24 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
 
     layout = _layout(placement, sbp)
     if layout is None or any(isinstance(x, Partial) for x in layout[1]):
-        return _filled((length,), fill, dt, placement, sbp, requires_grad)
+        return _filled((length,), fill, dt, placement, sbp, requires_grad, device)
     p, s = layout
     if topology.rank not in p:
-        return Tensor(numpy.empty((0,), dtype=dt), p, s, (length,), requires_grad=requires_grad)
+        return Tensor(xp.empty((0,), dtype=dt), p, s, (length,), requires_grad=requires_grad)
     coords = p.coordinates(topology.rank)
     assert coords is not None  # a member of the placement has coordinates
     region = shard_slices((length,), p.mesh_shape, s, coords)
     first = region[0].start or 0
     shard_len = local_shape((length,), p, s, topology.rank)[0]
-    return Tensor(fill(numpy, (shard_len,), dt, first), p, s, (length,),
+    return Tensor(fill(xp, (shard_len,), dt, first), p, s, (length,),
                   requires_grad=requires_grad)
 
 
 def _like(t: Tensor, dtype: Any, placement: Any, sbp: Any) -> dict[str, Any]:
     if placement is None and sbp is None and t.is_global:
         placement, sbp = t.placement, t.sbp
-    return {"dtype": dtype if dtype is not None else t.dtype, "placement": placement, "sbp": sbp}
+    return {"dtype": dtype if dtype is not None else t.dtype, "placement": placement, "sbp": sbp,
+            "device": t.device if placement is None else None}
 
 
 def zeros_like(t: Tensor, dtype: Any = None, placement: Any = None, sbp: Any = None,

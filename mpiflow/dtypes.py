@@ -3,7 +3,7 @@
 A :class:`DType` names one numpy dtype; arrays of every array module (numpy, CuPy) use the
 numpy dtype underneath.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> flow.float32, flow.float32.itemsize
     (mpiflow.float32, 4)

@@ -4,7 +4,7 @@ All values are computed once when mpiflow is imported, so these functions never 
 calling them on some ranks only is safe. They are correct under ``mpiexec``, ``srun`` and other
 batch-system launchers, and under a plain ``python script.py`` (one rank).
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> flow.env.get_rank(), flow.env.get_world_size()
     (0, 1)
@@ -21,6 +21,7 @@ __all__ = [
     "get_local_world_size",
     "get_node_size",
     "get_node_rank",
+    "get_gpu_transport",
 ]
 
 
@@ -59,3 +60,16 @@ def get_node_size() -> int:
 def get_node_rank() -> int:
     """Return the index of this process's node, nodes numbered by their lowest global rank."""
     return topology.node_rank
+
+
+def get_gpu_transport() -> str:
+    """Return how device (CuPy) arrays travel between ranks, and why, in one line.
+
+    ``"nccl (...)"``, ``"cuda-aware-mpi (...)"`` or ``"staged-mpi (...)"``, chosen from
+    ``MPIFLOW_BACKEND``, CuPy's NCCL and the MPI library's CUDA support (see docs/gpu.md);
+    ``"error: ..."`` when those settings are malformed. Imports CuPy when it is installed;
+    never communicates.
+    """
+    from .communication.transport import describe_transport
+
+    return describe_transport()

@@ -11,7 +11,7 @@ needs directly: a neighbour with fewer rows than ``width``, or none at all, is s
 and the rows come from the next rank along. Any ``width`` works, uneven and empty shards
 included, and no rank ever forwards another's data.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> from mpiflow.halo import halo_exchange
     >>> p = flow.placement("cpu", list(range(flow.env.get_world_size())))
@@ -62,7 +62,7 @@ def ghost_sources(n: int, parts: int, part: int, width: int, periodic: bool = Fa
         ``2 * width`` row indices: the ``width`` rows before the shard, then the ``width``
         rows after it, in the order they appear in the extended shard.
 
-    Example:
+    Examples:
         >>> ghost_sources(5, 2, 1, 2)          # shard 1 holds rows 3, 4
         (1, 2, -1, -1)
         >>> ghost_sources(5, 2, 1, 2, periodic=True)
@@ -135,7 +135,7 @@ def halo_exchange(t: Tensor, width: int, *, periodic: bool = False, fill: Any = 
         TypeError: ``t`` is a local tensor.
         ValueError: ``t`` is not split along one dim of a 1-D placement, or ``width < 0``.
 
-    Example:
+    Examples:
         >>> u = flow.tensor(numpy.arange(12.0).reshape(6, 2), placement=p,
         ...                 sbp=flow.sbp.split(0))
         >>> ext = halo_exchange(u, 1, periodic=True)     # shape (rows + 2, 2)

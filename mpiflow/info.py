@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-from typing import Any
 
 from mpi4py import MPI
 
 from . import _runtime
 from ._version import __version__
+from .communication.transport import (
+    cuda_aware_mpi,
+    cuda_aware_source,
+    describe_transport,
+    nccl_status,
+)
 
 __all__ = ["collect", "cuda_aware_mpi", "format_report"]
 
@@ -34,30 +38,23 @@ def _cupy_status() -> tuple[str, str]:
         cupy = importlib.import_module("cupy")
     except Exception:
         return "not installed", "no (CuPy not installed)"
+    available, detail = nccl_status()
+    return str(cupy.__version__), (f"yes ({detail})" if available else f"no ({detail})")
+
+
+def _cuda_aware() -> str:
     try:
-        importlib.import_module("cupy.cuda.nccl")
-        nccl = "yes"
-    except Exception as exc:
-        nccl = f"no ({type(exc).__name__})"
-    return str(cupy.__version__), nccl
+        answer, source = cuda_aware_source()
+    except ValueError as exc:
+        return f"error: {exc}"
+    return f"{answer} ({source})"
 
 
-def cuda_aware_mpi(environ: Any = None) -> str:
-    """Say whether the MPI library can take GPU buffers: "yes", "no" or "unknown".
+def _devices() -> str:
+    from . import cuda
 
-    ``MPIFLOW_CUDA_AWARE=0/1`` overrides; otherwise the library's own switches are read
-    (MPICH ``MPIR_CVAR_ENABLE_GPU``, Cray ``MPICH_GPU_SUPPORT_ENABLED``, MVAPICH
-    ``MV2_USE_CUDA``).
-    """
-    env = os.environ if environ is None else environ
-    override = env.get("MPIFLOW_CUDA_AWARE")
-    if override in ("0", "1"):
-        return "yes" if override == "1" else "no"
-    for var in ("MPIR_CVAR_ENABLE_GPU", "MPICH_GPU_SUPPORT_ENABLED", "MV2_USE_CUDA"):
-        value = env.get(var)
-        if value is not None:
-            return "yes" if value.strip() in ("1", "yes", "true", "on") else "no"
-    return "unknown"
+    reason = cuda.unavailable_reason()
+    return str(cuda.device_count()) if reason is None else f"none ({reason.split(': ', 1)[-1]})"
 
 
 def collect() -> dict[str, str]:
@@ -82,7 +79,9 @@ def collect() -> dict[str, str]:
         "ranks on this node": str(topo.local_size),
         "cupy": cupy_version,
         "nccl (cupy.cuda.nccl)": nccl,
-        "CUDA-aware MPI": cuda_aware_mpi(),
+        "CUDA devices": _devices(),
+        "CUDA-aware MPI": _cuda_aware(),
+        "GPU transport": describe_transport(),
         "torch": _version_of("torch"),
     }
 

@@ -21,7 +21,7 @@ What it does:
 Exit status: the job's; 124 after ``--timeout``; 128 + N when the job died of signal N; 2 when
 the launcher itself refuses (bad arguments, no matching ``mpiexec``).
 
-Example:
+Examples:
     $ python -m mpiflow.launch -n 4 --timeout 600 examples/heat2d.py --plot heat.png
     $ python -m mpiflow.launch -n 2 --tag-output -m mpiflow info
     $ python -m mpiflow.launch -n 8 --dry-run train.py     # print the command, run nothing
@@ -99,7 +99,7 @@ def identify_launcher(path: str, version_output: str) -> Launcher:
     Returns:
         The :class:`Launcher`, with family "unknown" when the output is not recognized.
 
-    Example:
+    Examples:
         >>> identify_launcher("mpiexec", "mpiexec (Open MPI) 5.0.3\\n").family
         'openmpi'
     """
@@ -122,7 +122,7 @@ def library_family(library_version: str) -> str:
     Returns:
         "openmpi", "intel", "mpich" (MPICH, MVAPICH, Cray MPICH) or "unknown".
 
-    Example:
+    Examples:
         >>> library_family("MPICH Version:      5.0.2\\nMPICH Release date: ...")
         'mpich'
     """
@@ -159,7 +159,7 @@ def usable_cores() -> int:
 def omp_threads(ranks: int, cores: int, environ: Mapping[str, str]) -> str | None:
     """The ``OMP_NUM_THREADS`` to set, or None to leave the user's value alone.
 
-    Example:
+    Examples:
         >>> omp_threads(4, 16, {}), omp_threads(4, 2, {})
         ('4', '1')
         >>> omp_threads(4, 16, {"OMP_NUM_THREADS": "8"}) is None
@@ -190,7 +190,7 @@ def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cor
     Returns:
         The argument list.
 
-    Example:
+    Examples:
         >>> hydra = Launcher("mpiexec", "mpich", "5.0.2")
         >>> build_command(hydra, 4, ["python", "x.py"], cores=2, tag_output=True)
         ['mpiexec', '-n', '4', '-prepend-rank', 'python', 'x.py']
@@ -444,7 +444,7 @@ def run(cmd: list[str], env: dict[str, str], timeout: float | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line entry point; returns the exit status.
 
-    Example:
+    Examples:
         >>> main(["-n", "2", "--timeout", "60", "examples/hello.py"])
         0
     """

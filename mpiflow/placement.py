@@ -1,6 +1,6 @@
 """Placements: the device type and the ranks (a 1-D list or an N-D mesh) a global tensor lives on.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> p = flow.placement("cpu", [[1, 0], [3, 2]])
     >>> p.ranks.tolist()          # canonical order

@@ -12,7 +12,7 @@ The hash is two rounds of the SplitMix64 finalizer: ``mix(mix(i * golden + k1) ^
 ``(k1, k2)`` are scalar keys mixed from the seed, the counter and a stream constant. Distinct
 streams give independent numbers within one call (the two uniforms of Box-Muller).
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> _ = flow.manual_seed(0)
     >>> a = flow.rand(2, 3)
@@ -161,7 +161,7 @@ class Generator:
     Args:
         device: "cpu" or "cuda" (the numbers are the same on both).
 
-    Example:
+    Examples:
         >>> g = flow.Generator().manual_seed(1)
         >>> flow.rand(3, generator=g).shape
         mpiflow.Size([3])
@@ -225,7 +225,7 @@ default_generator = Generator()
 def manual_seed(seed: Any) -> Generator:
     """Seed the default generator and reset its counter; returns it.
 
-    Example:
+    Examples:
         >>> flow.manual_seed(42).initial_seed()
         42
     """
@@ -277,13 +277,12 @@ def _generate(what: str, shape: tuple[int, ...], dtype: numpy.dtype, fill: Fill,
               generator: Generator | None, placement: Placement | None, sbp: Any,
               requires_grad: bool, device: Any) -> Tensor:
     layout = _layout(placement, sbp)
-    _check_device(placement, device)
+    xp = _check_device(placement, device)
     if requires_grad and dtype.kind not in "fc":
         raise RuntimeError(f"only floating point tensors can require gradients, not {dtype}")
     p, s = layout if layout is not None else (None, None)
     region = _region(shape, p, s, what)
     call = (generator if generator is not None else default_generator)._advance()
-    xp = numpy
     if region is None:
         return Tensor(xp.empty((0,), dtype=dtype), p, s, shape, requires_grad=requires_grad)
     local = fill(xp, call, _flat_index(xp, shape, region))
@@ -330,14 +329,15 @@ def rand(*size: Any, dtype: Any = None, generator: Generator | None = None,
         size: the (logical) shape, as ints or one sequence.
         dtype: a floating dtype (default float32).
         generator: the generator to draw from (default: the default generator).
-        placement, sbp: make a global tensor; each rank computes only its shard. Partial
+        placement: make a global tensor; each rank computes only its shard. Partial
+        sbp: make a global tensor; each rank computes only its shard. Partial
             layouts are not allowed.
         requires_grad: record operations for autograd.
 
     Returns:
         The tensor; its logical value does not depend on the placement or sbp.
 
-    Example:
+    Examples:
         >>> x = flow.rand(2, 3)
         >>> bool(((x >= 0) & (x < 1)).all())
         True
@@ -352,7 +352,7 @@ def randn(*size: Any, dtype: Any = None, generator: Generator | None = None,
           device: Any = None) -> Tensor:
     """Standard normal numbers of shape ``size`` (arguments as :func:`rand`).
 
-    Example:
+    Examples:
         >>> flow.randn(4, 5, dtype=flow.float64).dtype
         mpiflow.float64
     """
@@ -366,7 +366,7 @@ def normal(mean: float, std: float, size: Sequence[int], *, dtype: Any = None,
            sbp: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """Normal numbers of mean ``mean`` and standard deviation ``std`` (numbers), of shape ``size``.
 
-    Example:
+    Examples:
         >>> flow.normal(2.0, 0.5, (3,)).shape
         mpiflow.Size([3])
     """
@@ -421,12 +421,16 @@ def randint(low: Any = 0, high: Any = None, size: Any = None, *, dtype: Any = No
     """Integers uniform in ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``.
 
     Args:
-        low, high: the bounds (``low`` defaults to 0).
+        low: the bounds (``low`` defaults to 0).
+        high: the bounds (``low`` defaults to 0).
         size: the shape (a sequence).
         dtype: the dtype (default int64; floating dtypes hold the integers as floats).
-        generator, placement, sbp, requires_grad: as :func:`rand`.
+        generator: as :func:`rand`.
+        placement: as :func:`rand`.
+        sbp: as :func:`rand`.
+        requires_grad: as :func:`rand`.
 
-    Example:
+    Examples:
         >>> x = flow.randint(3, 7, (5,))
         >>> bool(((x >= 3) & (x < 7)).all()), x.dtype
         (True, mpiflow.int64)
@@ -450,7 +454,7 @@ def randperm(n: int, *, dtype: Any = None, generator: Generator | None = None,
 
     Every rank computes the same permutation (``n`` random keys, sorted) and keeps its shard.
 
-    Example:
+    Examples:
         >>> sorted(flow.randperm(5).tolist())
         [0, 1, 2, 3, 4]
     """
@@ -522,7 +526,7 @@ def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *,
     A global ``t`` gets, on each rank, its region of the logical value (partial layouts are
     not allowed).
 
-    Example:
+    Examples:
         >>> x = flow.zeros(3).uniform_(2, 3)
         >>> bool(((x >= 2) & (x < 3)).all())
         True
@@ -537,7 +541,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill ``t`` in place with normal numbers; returns ``t`` (layouts as :func:`uniform_`).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 2).normal_(0.0, 2.0).shape
         mpiflow.Size([2, 2])
     """

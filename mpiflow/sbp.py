@@ -6,7 +6,7 @@
 - ``partial_sum`` / ``partial_max`` / ``partial_min`` (``P``, ``P(max)``, ``P(min)``): every rank
   holds a value of the full shape and the logical value is their sum (max, min).
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> flow.sbp.split(0)
     mpiflow.sbp.split(dim=0)
@@ -111,7 +111,7 @@ def split(dim: int = 0) -> Split:
     Args:
         dim: the tensor dimension (non-negative).
 
-    Example:
+    Examples:
         >>> split(1)
         mpiflow.sbp.split(dim=1)
     """
@@ -146,7 +146,7 @@ def normalize_sbp(value: Any, mesh_ndim: int) -> tuple[SbpParallel, ...]:
 def balanced_sizes(n: int, k: int) -> list[int]:
     """Sizes of the ``k`` parts of ``n`` rows: the first ``n % k`` parts hold one more.
 
-    Example:
+    Examples:
         >>> balanced_sizes(5, 2)
         [3, 2]
     """

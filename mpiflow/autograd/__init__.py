@@ -1,6 +1,6 @@
 """Reverse-mode automatic differentiation on local and global tensors.
 
-Example:
+Examples:
     >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
     >>> (x * x).sum().backward()
     >>> x.grad.tolist()

@@ -94,7 +94,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
         GradcheckError: a mismatch (on every rank), naming the input, the element of the worst
             difference, and both values.
 
-    Example:
+    Examples:
         >>> x = flow.tensor([1.0, 2.0], dtype=flow.float64, requires_grad=True)
         >>> gradcheck(lambda t: (t * t).sum(), [x])
         True

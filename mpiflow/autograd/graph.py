@@ -70,7 +70,7 @@ class _GradMode:
 class no_grad(_GradMode):
     """Turn graph recording off (``with mpiflow.no_grad(): ...`` or as a decorator).
 
-    Example:
+    Examples:
         >>> with flow.no_grad():
         ...     y = x * 2          # y.requires_grad is False
     """

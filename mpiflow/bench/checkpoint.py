@@ -70,7 +70,7 @@ def run_checkpoint_bench(size_bytes: int = _DEFAULT_BYTES, directory: str | None
         ``{"ranks", "bytes", "seconds": {side: s}, "GBps": {side: GB/s}, "speedup": {"save",
         "load"}}`` (GB = 1e9 bytes), the same on every rank.
 
-    Example:
+    Examples:
         >>> run_checkpoint_bench(16 << 20)["GBps"]["parallel_save"]    # doctest: +SKIP
         1.8
     """
@@ -128,7 +128,7 @@ def run_checkpoint_bench(size_bytes: int = _DEFAULT_BYTES, directory: str | None
 def format_result(result: dict[str, Any]) -> str:
     """The result as a small table, one line per side.
 
-    Example:
+    Examples:
         >>> print(format_result(run_checkpoint_bench(1 << 20)))      # doctest: +SKIP
     """
     lines = [f"# checkpoint of a {format_bytes(result['bytes'])} float32 tensor split by rows "

@@ -5,7 +5,7 @@
   per-axis conversion cost that op layout choices weigh;
 - :mod:`.execute`: :func:`redistribute` runs a plan on this rank.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> from mpiflow.boxing import Layout, plan_redistribution
     >>> p = flow.placement("cpu", [0])

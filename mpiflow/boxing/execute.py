@@ -235,7 +235,7 @@ def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
     Raises:
         ValueError: ``local`` does not have the shape its layout gives this rank.
 
-    Example:
+    Examples:
         >>> p = Placement("cpu", [0, 1])
         >>> redistribute(numpy.arange(2) + 2 * rank, (4,), Layout(p, split(0)),
         ...              Layout(p, broadcast))

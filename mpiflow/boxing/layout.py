@@ -1,6 +1,6 @@
 """Layouts: where a global tensor lives (a placement) and how it is laid out there (an sbp tuple).
 
-Example:
+Examples:
     >>> from mpiflow.placement import Placement
     >>> from mpiflow.sbp import broadcast, split
     >>> Layout(Placement("cpu", [[0, 1], [2, 3]]), (split(0), broadcast))
@@ -27,7 +27,7 @@ def format_sbp(sbp: tuple[SbpParallel, ...]) -> str:
     Returns:
         The layouts' short strings in parentheses (a trailing comma for one entry).
 
-    Example:
+    Examples:
         >>> format_sbp((split(1),))
         '(S(1),)'
     """

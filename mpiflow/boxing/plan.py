@@ -10,7 +10,7 @@ different placements. The planner searches the cheapest chain (Dijkstra over lay
 in bytes moved per rank plus a price per round of messages, no price for making a partial
 value where the target has one, fewer steps on ties, one-axis collectives before a Transfer).
 
-Example:
+Examples:
     >>> p = Placement("cpu", [0, 1])
     >>> plan_redistribution((4, 4), 8, Layout(p, split(0)), Layout(p, broadcast))
     (AllGather(axis=0, dim=0),)
@@ -94,7 +94,7 @@ def conversion_cost(shape: Sequence[int], itemsize: int, src_sbp: SbpParallel,
     Returns:
         The cost in bytes.
 
-    Example:
+    Examples:
         >>> conversion_cost((4, 4), 8, split(0), broadcast, 2)
         64.0
     """
@@ -258,7 +258,7 @@ def plan_redistribution(shape: Sequence[int], dtype_itemsize: int, src: Layout,
     Raises:
         ValueError: a split dim the shape does not have, or a negative size.
 
-    Example:
+    Examples:
         >>> p = Placement("cpu", [0, 1])
         >>> plan_redistribution((4,), 4, Layout(p, partial_sum), Layout(p, split(0)))
         (ReduceScatter(axis=0, dim=0, op=SUM),)

@@ -8,7 +8,7 @@ split it twice, nested); ``B`` keeps everything; ``P(op)`` keeps everything, and
 value is the ``op``-reduction over that axis of the shards (inner mesh axes reduced first).
 Ranks outside the placement hold an empty array of shape ``(0,)``.
 
-Example:
+Examples:
     >>> shard_slices((5, 2), (2, 2), (split(0), split(0)), (0, 1))
     (slice(2, 3, None), slice(0, 2, None))
 """
@@ -73,7 +73,7 @@ def shard_bounds(shape: Sequence[int], mesh_shape: Sequence[int], sbp: Sequence[
     Returns:
         One ``(start, stop)`` per tensor dim; partial and broadcast axes cover everything.
 
-    Example:
+    Examples:
         >>> shard_bounds((5,), (2,), (split(0),), (1,))
         ((3, 5),)
     """
@@ -102,7 +102,7 @@ def shard_slices(shape: Sequence[int], placement_mesh_shape: Sequence[int],
     Returns:
         One slice per tensor dim (partial and broadcast axes cover everything).
 
-    Example:
+    Examples:
         >>> shard_slices((4, 3), (2, 2), (split(0), split(0)), (1, 0))
         (slice(2, 3, None), slice(0, 3, None))
     """
@@ -122,7 +122,7 @@ def local_shape(shape: Sequence[int], placement: Placement, sbp: Sequence[SbpPar
     Returns:
         The shard's shape.
 
-    Example:
+    Examples:
         >>> local_shape((5, 2), Placement("cpu", [0, 1]), (split(0),), 1)
         (2, 2)
     """
@@ -162,7 +162,7 @@ def split_leaves(shape: tuple[int, ...], layout: Layout, dim: int) -> tuple[tupl
     Returns:
         The pieces in increasing order; they partition ``[0, shape[dim])``.
 
-    Example:
+    Examples:
         >>> split_leaves((5,), Layout(Placement("cpu", [[0, 1], [2, 3]]), (split(0),) * 2), 0)
         ((0, 2), (2, 3), (3, 4), (4, 5))
     """
@@ -234,7 +234,7 @@ def scatter_value(full: Any, placement: Placement, sbp: Sequence[SbpParallel],
     Returns:
         The shard; an empty ``(0,)`` array of ``full``'s dtype outside the placement.
 
-    Example:
+    Examples:
         >>> scatter_value(numpy.arange(5), Placement("cpu", [0, 1]), (split(0),), 1)
         array([3, 4])
     """

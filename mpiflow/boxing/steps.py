@@ -13,7 +13,7 @@ that axis' coordinate), each line independently; :class:`Transfer` runs on the w
 | :class:`ToPartial` | B or S -> P(op) | none |
 | :class:`Transfer` | any non-partial layout -> any, any placements | one world ``all_to_all_v`` |
 
-Example:
+Examples:
     >>> AllReduce(axis=0, op=ReduceOp.SUM)
     AllReduce(axis=0, op=SUM)
 """

@@ -23,7 +23,7 @@ Array = Any  # an array of the communicator's array module
 class Work:
     """Handle of a non-blocking operation, as PyTorch's ``Work``: ``wait()`` and ``is_completed()``.
 
-    Example:
+    Examples:
         >>> work = comm.all_reduce(x, async_op=True)
         >>> work.wait()
         True

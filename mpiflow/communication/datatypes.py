@@ -116,7 +116,7 @@ def reduce_plan(dtype: Any, op: ReduceOp) -> ReducePlan:
     Raises:
         TypeError: ``op`` is undefined for ``dtype`` (e.g. AVG on integers).
 
-    Example:
+    Examples:
         >>> reduce_plan(numpy.float32, ReduceOp.SUM).op == MPI.SUM
         True
     """

@@ -1,6 +1,6 @@
 """Debugging aids for the communication layer: count the operations a piece of code issues.
 
-Example:
+Examples:
     >>> from mpiflow.communication import count_collectives
     >>> with count_collectives() as calls:
     ...     world_comm.all_reduce(x)
@@ -52,7 +52,7 @@ def count_collectives() -> Iterator[Counter[str]]:
         A context manager yielding a ``collections.Counter`` keyed by method name
         (``"all_gather_v"``, ``"all_reduce"``, ...), filled in as the calls happen.
 
-    Example:
+    Examples:
         >>> with count_collectives() as calls:
         ...     comm.barrier()
         >>> calls["barrier"]

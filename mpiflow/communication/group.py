@@ -21,7 +21,7 @@ __all__ = ["ProcessGroup", "new_group", "world_comm", "world_group"]
 class ProcessGroup:
     """A group of world ranks, in group-rank order, and this rank's communicator over them.
 
-    Example:
+    Examples:
         >>> g = new_group([0])
         >>> g.ranks
         (0,)

@@ -3,10 +3,15 @@
 Contiguous buffers go straight to MPI with no copy. A non-contiguous view is staged through a
 contiguous copy and, for outputs, written back into the view once the operation completes, so a
 strided view is received in place as far as the caller can tell.
+
+Device (CuPy) arrays go to the communicator's device communicator instead
+(:mod:`.device`: NCCL, CUDA-aware MPI or staging through host buffers), chosen and made the
+first time one is passed; numpy arrays pay one type check for it.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +25,16 @@ from .reduce_op import ReduceOp
 __all__ = ["MPICommunicator"]
 
 _IN_PLACE = MPI.IN_PLACE
+_ndarray = numpy.ndarray
+
+
+def _device_route(comm: MPICommunicator, *bufs: Any) -> Communicator | None:
+    """The device communicator of ``comm`` when a buffer is a CuPy array, else None."""
+    cupy = sys.modules.get("cupy")
+    device_array = getattr(cupy, "ndarray", None)
+    if device_array is None or not any(isinstance(b, device_array) for b in bufs):
+        return None
+    return comm._on_device()
 
 
 def _wait_all(requests: Sequence[MPI.Request]) -> None:
@@ -74,7 +89,7 @@ class MPICommunicator(Communicator):
     Args:
         comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
 
-    Example:
+    Examples:
         >>> c = MPICommunicator(MPI.COMM_WORLD)
         >>> x = numpy.ones(3)
         >>> c.all_reduce(x)   # x is now world_size everywhere
@@ -97,6 +112,12 @@ class MPICommunicator(Communicator):
         return f"MPICommunicator(rank={self.rank}, size={self.size})"
 
     # -- helpers -------------------------------------------------------------------------------
+    def _on_device(self) -> Communicator | None:
+        """The communicator that moves this group's device arrays (made on first use)."""
+        from .device import device_communicator
+
+        return device_communicator(self)
+
     def _check_rank(self, rank: int, what: str) -> int:
         if not isinstance(rank, (int, numpy.integer)) or isinstance(rank, bool):
             raise TypeError(f"{what} must be an int rank, got {rank!r}")
@@ -141,6 +162,8 @@ class MPICommunicator(Communicator):
 
     def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
                    async_op: bool = False) -> Work | None:
+        if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
+            return dev.all_reduce(buf, op, async_op)
         if not async_op:
             native = self._native.get(op)
             if native is not None and buf.flags.c_contiguous:
@@ -161,6 +184,8 @@ class MPICommunicator(Communicator):
 
     def reduce(self, buf: Array, op: ReduceOp, root: int,
                async_op: bool = False) -> Work | None:
+        if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
+            return dev.reduce(buf, op, root, async_op)
         root = self._check_rank(root, "dst")
         plan = reduce_plan(buf.dtype, op)
         comm = self.mpi_comm
@@ -176,6 +201,8 @@ class MPICommunicator(Communicator):
                          async_op, finalize, stage)
 
     def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
+        if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
+            return dev.broadcast(buf, root, async_op)
         root = self._check_rank(root, "src")
         if self.rank == root:
             stage, write_back = _readable(buf), None
@@ -186,6 +213,9 @@ class MPICommunicator(Communicator):
                          async_op, write_back, stage)
 
     def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.all_gather(send, recv, async_op)
         self._check_same_dtype(send, recv)
         if recv.size != send.size * self.size:
             raise ValueError(f"all_gather needs {self.size} x {send.size} receive elements, "
@@ -198,6 +228,9 @@ class MPICommunicator(Communicator):
 
     def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
                      async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.all_gather_v(send, recv, counts, async_op)
         self._check_same_dtype(send, recv)
         counts = self._check_counts(counts, "counts")
         if counts[self.rank] != send.size or sum(counts) != recv.size:
@@ -212,6 +245,9 @@ class MPICommunicator(Communicator):
 
     def gather(self, send: Array, recv: Array | None, root: int,
                async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.gather(send, recv, root, async_op)
         root = self._check_rank(root, "dst")
         src = _readable(send)
         dst, write_back = None, None
@@ -229,6 +265,9 @@ class MPICommunicator(Communicator):
 
     def scatter(self, send: Array | None, recv: Array, root: int,
                 async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.scatter(send, recv, root, async_op)
         root = self._check_rank(root, "src")
         src = None
         if self.rank == root:
@@ -246,6 +285,9 @@ class MPICommunicator(Communicator):
 
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.reduce_scatter(send, recv, op, async_op)
         self._check_same_dtype(send, recv)
         if send.size != recv.size * self.size:
             raise ValueError(f"reduce_scatter needs {self.size} x {recv.size} send elements, "
@@ -262,6 +304,9 @@ class MPICommunicator(Communicator):
 
     def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
                          op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.reduce_scatter_v(send, recv, counts, op, async_op)
         self._check_same_dtype(send, recv)
         counts = self._check_counts(counts, "counts")
         if counts[self.rank] != recv.size or sum(counts) != send.size:
@@ -278,6 +323,9 @@ class MPICommunicator(Communicator):
                          async_op, finalize, (src, dst))
 
     def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.all_to_all(send, recv, async_op)
         self._check_same_dtype(send, recv)
         if send.size != recv.size or send.size % self.size:
             raise ValueError(f"all_to_all needs equal send and receive sizes divisible by "
@@ -290,6 +338,9 @@ class MPICommunicator(Communicator):
 
     def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
                      recv_counts: Sequence[int], async_op: bool = False) -> Work | None:
+        if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
+                (dev := _device_route(self, send, recv)) is not None:
+            return dev.all_to_all_v(send, send_counts, recv, recv_counts, async_op)
         self._check_same_dtype(send, recv)
         scounts = self._check_counts(send_counts, "send_counts")
         rcounts = self._check_counts(recv_counts, "recv_counts")
@@ -306,6 +357,8 @@ class MPICommunicator(Communicator):
 
     # -- point to point ------------------------------------------------------------------------
     def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
+        if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
+            return dev.send(buf, dst, tag, async_op)
         dst = self._check_rank(dst, "dst")
         src = _readable(buf)
         comm = self.mpi_comm
@@ -313,6 +366,8 @@ class MPICommunicator(Communicator):
                          async_op, None, src)
 
     def recv(self, buf: Array, src: int | None, tag: int = 0) -> int:
+        if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
+            return dev.recv(buf, src, tag)
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
         dst, write_back = _writable(buf, keep_contents=False)
         status = MPI.Status()
@@ -322,6 +377,8 @@ class MPICommunicator(Communicator):
         return int(status.Get_source())
 
     def irecv(self, buf: Array, src: int | None, tag: int = 0) -> Work:
+        if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
+            return dev.irecv(buf, src, tag)
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
         dst, write_back = _writable(buf, keep_contents=False)
         request = self.mpi_comm.Irecv(dst, source, tag)

@@ -13,7 +13,7 @@ __all__ = ["ReduceOp", "check_reduce_dtype"]
 class ReduceOp(enum.Enum):
     """A reduction of the collectives, as ``torch.distributed.ReduceOp``.
 
-    Example:
+    Examples:
         >>> ReduceOp.SUM.identity(numpy.dtype("float32"))
         0.0
     """

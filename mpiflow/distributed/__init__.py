@@ -4,7 +4,7 @@ Everything PyTorch's own MPI backend lacks works here: reduce_scatter, all_gathe
 AVG and the bitwise ops, groups on every call, and async handles with ``wait()`` and
 ``is_completed()``.
 
-Example:
+Examples:
     >>> import numpy, mpiflow.distributed as dist
     >>> x = numpy.ones(4, dtype=numpy.float32)
     >>> dist.all_reduce(x, op=dist.ReduceOp.SUM)

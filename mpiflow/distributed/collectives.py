@@ -122,7 +122,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         group: the group, None for the world.
         async_op: return a :class:`Work` instead of blocking.
 
-    Example:
+    Examples:
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
@@ -161,7 +161,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
                async_op: bool = False) -> Work | None:
     """Fill ``tensor_list[i]`` with rank ``i``'s ``tensor`` on every rank of the group.
 
-    Example:
+    Examples:
         >>> out = [numpy.empty(2) for _ in range(dist.get_world_size())]
         >>> dist.all_gather(out, numpy.full(2, dist.get_rank()))
     """

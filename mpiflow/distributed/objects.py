@@ -41,7 +41,7 @@ def broadcast_object_list(object_list: list[Any], src: int = 0,
 
     Every rank passes a list of the same length.
 
-    Example:
+    Examples:
         >>> objs = [{"lr": 0.1}, "tag"] if dist.get_rank() == 0 else [None, None]
         >>> dist.broadcast_object_list(objs, src=0)
     """

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy
 
+from .._array_module import array_module
+
 __all__ = ["Bucket", "make_buckets"]
 
 
@@ -31,14 +33,14 @@ class Bucket:
         return (self.offsets[-1] + self.sizes[-1]) if self.offsets else 0
 
     def allocate(self, xp: Any = numpy) -> Any:
-        """The flat buffer (made once and reused)."""
-        if self.flat is None or self.flat.size != self.numel:
+        """The flat buffer of array module ``xp`` (made once and reused)."""
+        if self.flat is None or self.flat.size != self.numel or array_module(self.flat) is not xp:
             self.flat = xp.empty(self.numel, dtype=self.dtype)
         return self.flat
 
     def pack(self, arrays: Sequence[Any]) -> Any:
-        """Copy the member arrays into the flat buffer and return it."""
-        flat = self.allocate()
+        """Copy the member arrays into the flat buffer (of their array module) and return it."""
+        flat = self.allocate(array_module(arrays[self.members[0]]) if self.members else numpy)
         for index, offset, size in zip(self.members, self.offsets, self.sizes):
             flat[offset:offset + size] = arrays[index].reshape(-1)
         return flat
@@ -69,7 +71,7 @@ def make_buckets(shapes_dtypes: Sequence[tuple[tuple[int, ...], Any]], limit_byt
     Returns:
         The buckets; ``members`` index into ``shapes_dtypes``.
 
-    Example:
+    Examples:
         >>> [b.members for b in make_buckets([((4,), "f4"), ((4,), "f4"), ((2,), "f8")], 1 << 20)]
         [[0, 1], [2]]
     """

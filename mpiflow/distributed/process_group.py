@@ -60,12 +60,10 @@ def is_mpi_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    """Return whether CuPy's NCCL bindings can be imported."""
-    try:
-        from cupy.cuda import nccl  # noqa: F401
-    except Exception:
-        return False
-    return True
+    """Return whether CuPy's NCCL can be used (it imports and found libnccl)."""
+    from ..communication.transport import nccl_status
+
+    return nccl_status()[0]
 
 
 def init_process_group(backend: str | None = None, init_method: str | None = None,
@@ -82,7 +80,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         world_size: expected number of processes, or -1.
         rank: expected rank of this process, or -1.
 
-    Example:
+    Examples:
         >>> dist.init_process_group(backend="mpi")
         >>> dist.is_initialized()
         True
@@ -150,7 +148,7 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: str 
               pg_options: Any = None, **kwargs: Any) -> ProcessGroup:
     """Make a group of world ``ranks`` (None: all). Every rank of the world must call it.
 
-    Example:
+    Examples:
         >>> evens = dist.new_group([r for r in range(dist.get_world_size()) if r % 2 == 0])
         >>> dist.all_reduce(x, group=evens)   # a no-op on odd ranks
     """

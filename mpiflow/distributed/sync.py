@@ -6,7 +6,7 @@ tensors, updated in place; torch is imported only if the object is torch's), or 
 numpy arrays (or tensors), and move the data in buckets of one dtype instead of one collective
 per parameter.
 
-Example:
+Examples:
     >>> model = Net()
     >>> dist.sync_initial_weights(model)
     >>> loss.backward()
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._array_module import array_module
 from .._arrays import as_buffer
 from .._runtime import topology
 from ..communication import ReduceOp
@@ -128,7 +129,8 @@ def sync_initial_weights(model: Any, rank: int | None = None, world_size: int | 
 
     Args:
         model: an mpiflow Module, a torch.nn.Module, or a dict/list of arrays.
-        rank, world_size: what the caller believes (the seed's signature); checked if given.
+        rank: what the caller believes (the seed's signature); checked if given.
+        world_size: what the caller believes (the seed's signature); checked if given.
         src: the rank whose weights win.
         group: the group (default: the world).
         check: first compare shapes and dtypes across ranks (one small collective).
@@ -142,7 +144,8 @@ def sync_initial_weights(model: Any, rank: int | None = None, world_size: int | 
     if check:
         _check_layout(arrays, g, "sync_initial_weights")
     for bucket in _buckets_for(arrays):
-        flat = bucket.pack(arrays) if g.comm.rank == root else bucket.allocate()
+        flat = (bucket.pack(arrays) if g.comm.rank == root
+                else bucket.allocate(array_module(arrays[bucket.members[0]])))
         g.comm.broadcast(flat, root)
         if g.comm.rank != root:
             bucket.unpack(arrays)
@@ -154,7 +157,8 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
 
     Args:
         model: an mpiflow Module, a torch.nn.Module, or a dict/list of gradient arrays.
-        rank, world_size: what the caller believes (the seed's signature); checked if given.
+        rank: what the caller believes (the seed's signature); checked if given.
+        world_size: what the caller believes (the seed's signature); checked if given.
         average: divide by the group size (the mean gradient), else sum.
         group: the group (default: the world).
     """

@@ -6,7 +6,7 @@
   atomically when complete, and a failure on any rank raises on every rank.
 - :func:`load` reads it back on any number of ranks, as local tensors or in any layout.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> from mpiflow.io import load, save
     >>> p = flow.placement.all("cpu")

@@ -142,7 +142,7 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     Raises:
         CheckpointError: some rank failed (raised on every rank, with its message).
 
-    Example:
+    Examples:
         >>> w = flow.randn(8, 4, placement=flow.placement.all("cpu"), sbp=flow.sbp.split(0))
         >>> flow.save({"w": w, "step": 3}, "ckpt/step-3")
         >>> numpy.load("ckpt/step-3/w.npy").shape
@@ -286,7 +286,7 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
         CheckpointError: a missing or damaged checkpoint, an unknown format version, a
             layout that does not fit a tensor, a read error (on every rank).
 
-    Example:
+    Examples:
         >>> state = flow.load("ckpt/step-3", flow.placement.all("cpu"), flow.sbp.split(1))
         >>> state["w"].sbp, state["step"]
         ((mpiflow.sbp.split(dim=1),), 3)

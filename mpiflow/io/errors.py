@@ -6,7 +6,7 @@ some ranks only is followed by an *agreement*: one small all-reduce of a failure
 is set, the failing ranks' messages are gathered and every rank raises
 :class:`CheckpointError` with the first failing rank's message.
 
-Example:
+Examples:
     >>> with agreed(comm, "writing the metadata"):
     ...     if comm.Get_rank() == 0:
     ...         write_metadata()
@@ -55,7 +55,7 @@ def agree(comm: Any, error: BaseException | None, what: str) -> None:
     Raises:
         CheckpointError: some rank failed; chained from this rank's own error, if any.
 
-    Example:
+    Examples:
         >>> agree(comm, None, "opening the files")    # returns: nobody failed
     """
     flag = numpy.array([0 if error is None else 1], dtype=numpy.int32)
@@ -82,7 +82,7 @@ def agreed(comm: Any, what: str) -> Iterator[None]:
         comm: the mpi4py communicator of every rank taking part.
         what: the step, for the message.
 
-    Example:
+    Examples:
         >>> with agreed(comm, "opening x.npy"):
         ...     fh = MPI.File.Open(comm, "x.npy", MPI.MODE_RDONLY)
     """

@@ -6,7 +6,7 @@ one in one ``renameat2(RENAME_EXCHANGE)`` call, so the target always names a com
 checkpoint; elsewhere the old one is renamed aside first (a crash in between leaves it intact as
 ``.NAME.old-XXXX``). All of this runs on rank 0 only.
 
-Example:
+Examples:
     >>> tmp = make_temporary("ckpt/step-100")      # ckpt/.step-100.tmp-1f3a...
     >>> ...                                        # write everything into tmp, flush it
     >>> replace_directory(tmp, "ckpt/step-100")

@@ -20,7 +20,7 @@ Layout of a checkpoint directory::
 ``kind`` is ``"global"`` (a global tensor; ``placement`` and ``sbp`` record its layout at save
 time), ``"local"`` (a local tensor) or ``"ndarray"`` (a numpy array).
 
-Example:
+Examples:
     >>> spec = ArraySpec("w", "w.npy", "ndarray", numpy.dtype("<f4"), (2, 3))
     >>> ArraySpec.from_json(spec.to_json()) == spec
     True
@@ -109,7 +109,7 @@ class ArraySpec:
 def file_names(names: Iterable[str]) -> list[str]:
     """A distinct, file-system-safe ``.npy`` file name for each leaf name.
 
-    Example:
+    Examples:
         >>> file_names(["model.w", "model/w", "Model.W"])
         ['model.w.npy', 'model_w.npy', 'Model.W~1.npy']
     """

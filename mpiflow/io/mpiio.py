@@ -8,7 +8,7 @@ meshes and splits of any dim included; a rank with nothing to move takes part wi
 of 0. Every step that can fail on some ranks is agreed on (:mod:`.errors`), so a failure on one
 rank raises on all and no rank is left waiting in a collective.
 
-Example:
+Examples:
     >>> write_array(comm, "x.npy", header_bytes(dtype, (4, 3)), dtype, (4, 3),
     ...             ((2 * rank, 2 * rank + 2), (0, 3)), shard)      # 2 ranks, split by rows
 """
@@ -31,7 +31,7 @@ __all__ = ["box_shape", "prepare_buffer", "read_array", "write_array"]
 def box_shape(box: Box) -> tuple[int, ...]:
     """The shape of the array that holds ``box``.
 
-    Example:
+    Examples:
         >>> box_shape(((2, 5), (0, 3)))
         (3, 3)
     """

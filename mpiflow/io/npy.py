@@ -4,7 +4,7 @@ mpiflow writes the header itself (numpy's own helpers, so ``numpy.load`` reads t
 the data, always in logical C order, at the header's length from the start of the file; the
 ranks write their shards' bytes there in parallel (:mod:`.mpiio`).
 
-Example:
+Examples:
     >>> header = header_bytes(numpy.dtype("float32"), (3, 4))
     >>> len(header) % 64          # numpy aligns the data to 64 bytes
     0
@@ -47,7 +47,7 @@ def header_bytes(dtype: numpy.dtype, shape: tuple[int, ...]) -> bytes:
     Returns:
         The bytes before the data (format 1.0, or 2.0 for a header too long for 1.0).
 
-    Example:
+    Examples:
         >>> header_bytes(numpy.dtype("<i8"), (2,))[:6]
         b'\\x93NUMPY'
     """
@@ -99,7 +99,7 @@ def read_header(path: str) -> NpyHeader:
             header announces (a truncated file).
         OSError: the file cannot be read.
 
-    Example:
+    Examples:
         >>> read_header("model.w.npy").shape
         (13, 5)
     """

@@ -15,7 +15,7 @@ and objects, each leaf named by its path (``"model.layer.weight"``, ``"optim.sta
 - ``{"items": [[k, n], ...]}``: a dict with other keys, which are nodes too, so int and tuple
   keys keep their type.
 
-Example:
+Examples:
     >>> flat = flatten({"w": numpy.zeros(2), "step": 3}, is_array)
     >>> flat.node
     {'dict': {'w': {'array': 0}, 'step': {'value': 3}}}
@@ -145,7 +145,7 @@ def check_node(node: Any, n_arrays: int, n_objects: int) -> None:
 def skeleton(node: Node) -> Node:
     """``node`` with every JSON value replaced by None: the shape of the tree alone.
 
-    Example:
+    Examples:
         >>> skeleton({"list": [{"value": 3}, {"array": 0}]})
         {'list': [{'value': None}, {'array': 0}]}
     """
@@ -170,7 +170,7 @@ def unflatten(node: Node, arrays: list[Any], objects: list[Any]) -> Any:
     Returns:
         The tree.
 
-    Example:
+    Examples:
         >>> unflatten({"list": [{"array": 0}, {"value": 1.5}]}, ["a"], [])
         ['a', 1.5]
     """

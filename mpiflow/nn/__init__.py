@@ -5,7 +5,7 @@ Modules hold local or global parameters; ``module.to_global(placement, sbp)`` la
 model (data parallel with ``B`` weights and an ``S(0)`` batch, or model parallel with split
 weights), and the same code trains it.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
     >>> loss = nn.CrossEntropyLoss()(net(flow.randn(5, 4)), flow.tensor([0, 1, 2, 0, 1]))

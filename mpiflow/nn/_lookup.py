@@ -12,7 +12,7 @@ Its backward adds the rows of the gradient into a zero table (``add.at``: repeat
 accumulate): indices ``S(i)`` give a partial sum ``P`` of the weight's gradient, which autograd
 turns into the weight's own layout (an all-reduce for ``B``).
 
-Example:
+Examples:
     >>> lookup(flow.tensor([1, 1, 0]), flow.tensor([[0.5], [2.0]])).tolist()
     [[2.0], [2.0], [0.5]]
 """

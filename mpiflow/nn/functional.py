@@ -5,7 +5,7 @@ global tensors work as they do in any op: a loss of a batch split over the ranks
 global scalar, and its backward gives the full-batch gradients. Class indices are matched with
 a comparison against ``arange(C)`` rather than gathered, so a split batch never moves.
 
-Example:
+Examples:
     >>> import mpiflow.nn.functional as F
     >>> F.relu(flow.tensor([-1.0, 2.0])).tolist()
     [0.0, 2.0]
@@ -107,7 +107,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     Returns:
         ``(*, out_features)``.
 
-    Example:
+    Examples:
         >>> F.linear(flow.ones(2, 3), flow.ones(4, 3)).shape
         mpiflow.Size([2, 4])
     """
@@ -128,7 +128,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         training: apply dropout (else return ``input``).
         inplace: write the result into ``input``.
 
-    Example:
+    Examples:
         >>> F.dropout(flow.ones(4), p=0.5, training=False).tolist()
         [1.0, 1.0, 1.0, 1.0]
     """
@@ -162,7 +162,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
         ``input.shape + (embedding_dim,)``; backward adds up repeated indices. A batch of
         indices split over the ranks stays split (see :mod:`mpiflow.nn._lookup`).
 
-    Example:
+    Examples:
         >>> F.embedding(flow.tensor([1, 1, 0]), flow.tensor([[0.5], [2.0]])).tolist()
         [[2.0], [2.0], [0.5]]
     """
@@ -178,7 +178,7 @@ def layer_norm(input: Tensor, normalized_shape: int | tuple[int, ...] | list[int
                ) -> Tensor:
     """Normalize over the last dims to mean 0 and variance 1 (biased), then scale and shift.
 
-    Example:
+    Examples:
         >>> F.layer_norm(flow.tensor([[1.0, 3.0]]), (2,)).tolist()
         [[-0.9999949932098389, 0.9999949932098389]]
     """
@@ -202,7 +202,7 @@ def layer_norm(input: Tensor, normalized_shape: int | tuple[int, ...] | list[int
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot vectors of an integer tensor: shape ``tensor.shape + (num_classes,)``.
 
-    Example:
+    Examples:
         >>> F.one_hot(flow.tensor([0, 2]), 3).tolist()
         [[1, 0, 0], [0, 0, 1]]
     """
@@ -267,7 +267,7 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Ten
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Squared error ``(input - target)**2``, reduced (``"none"``, ``"mean"``, ``"sum"``).
 
-    Example:
+    Examples:
         >>> F.mse_loss(flow.tensor([1.0, 3.0]), flow.tensor([0.0, 0.0])).item()
         5.0
     """
@@ -279,7 +279,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Absolute error ``|input - target|``, reduced.
 
-    Example:
+    Examples:
         >>> F.l1_loss(flow.tensor([1.0, -3.0]), flow.tensor([0.0, 0.0])).item()
         2.0
     """
@@ -352,7 +352,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         ignore_index: targets of this value add nothing (nor to the mean's denominator).
         reduction: ``"mean"`` divides by the sum of the used targets' weights.
 
-    Example:
+    Examples:
         >>> F.nll_loss(flow.tensor([[-1.0, -2.0]]), flow.tensor([1])).item()
         2.0
     """
@@ -381,7 +381,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         reduction: ``"none"``, ``"mean"`` or ``"sum"``.
         label_smoothing: in ``[0, 1]``: the target mixes with the uniform distribution.
 
-    Example:
+    Examples:
         >>> round(F.cross_entropy(flow.zeros(1, 4), flow.tensor([2])).item(), 4)
         1.3863
     """
@@ -436,7 +436,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         reduction: ``"none"``, ``"mean"`` or ``"sum"``.
         pos_weight: a weight of the positive term, broadcast along the last dim (per class).
 
-    Example:
+    Examples:
         >>> round(F.binary_cross_entropy_with_logits(flow.zeros(2), flow.ones(2)).item(), 4)
         0.6931
     """
@@ -458,7 +458,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          reduction: str = "mean") -> Tensor:
     """Binary cross entropy of probabilities; each log is clamped at -100, as PyTorch.
 
-    Example:
+    Examples:
         >>> round(F.binary_cross_entropy(flow.tensor([0.5]), flow.tensor([1.0])).item(), 4)
         0.6931
     """

@@ -5,7 +5,7 @@ Random fills use mpiflow's counter-based generator through :meth:`Tensor.uniform
 the value does not depend on the layout (a split parameter holds the slabs of the value the
 local parameter would have after the same seed and calls). Partial layouts cannot be drawn.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> w = nn.Parameter(flow.empty(3, 5))
     >>> _ = nn.init.kaiming_uniform_(w, a=5 ** 0.5)
@@ -43,7 +43,7 @@ def calculate_gain(nonlinearity: str, param: Any = None) -> float:
             ``"leaky_relu"`` or ``"selu"``.
         param: the negative slope of ``"leaky_relu"`` (default 0.01).
 
-    Example:
+    Examples:
         >>> nn.init.calculate_gain("relu")
         1.4142135623730951
     """
@@ -90,7 +90,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Generator | None = None) -> Tensor:
     """Fill with numbers uniform in ``[a, b)``; returns ``tensor``.
 
-    Example:
+    Examples:
         >>> bool((nn.init.uniform_(flow.empty(4), -1, 1).abs() < 1).all())
         True
     """
@@ -102,7 +102,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Generator | None = None) -> Tensor:
     """Fill with normal numbers of ``mean`` and ``std``; returns ``tensor``.
 
-    Example:
+    Examples:
         >>> nn.init.normal_(flow.empty(2, 2), std=0.02).shape
         mpiflow.Size([2, 2])
     """
@@ -113,7 +113,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``; returns ``tensor``.
 
-    Example:
+    Examples:
         >>> nn.init.constant_(flow.empty(2), 0.5).tolist()
         [0.5, 0.5]
     """
@@ -135,7 +135,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
                     generator: Generator | None = None) -> Tensor:
     """Glorot uniform: ``U(-a, a)`` with ``a = gain * sqrt(6 / (fan_in + fan_out))``.
 
-    Example:
+    Examples:
         >>> w = nn.init.xavier_uniform_(flow.empty(3, 5))
         >>> bool((w.abs() <= (6 / 8) ** 0.5).all())
         True
@@ -174,7 +174,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
         nonlinearity: as :func:`calculate_gain`.
         generator: the generator to draw from.
 
-    Example:
+    Examples:
         >>> nn.init.kaiming_uniform_(flow.empty(4, 3), nonlinearity="relu").shape
         mpiflow.Size([4, 3])
     """

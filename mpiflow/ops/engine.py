@@ -172,7 +172,7 @@ def _cast(array: Any, dtype: numpy.dtype) -> Any:
 def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
     """Run ``op`` on tensors (and Python numbers, which act as broadcast constants).
 
-    Example:
+    Examples:
         >>> apply(ADD, x, 1.0)
     """
     values = [_as_operand(v) for v in operands]

@@ -12,7 +12,7 @@ __all__ = ["sum_to"]
 def sum_to(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Sum ``grad`` over the dimensions that broadcasting added or stretched, to ``shape``.
 
-    Example:
+    Examples:
         >>> sum_to(flow.ones(3, 4), (4,)).tolist()
         [3.0, 3.0, 3.0, 3.0]
     """

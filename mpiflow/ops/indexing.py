@@ -27,7 +27,7 @@ outside the region. A local tensor written into a global one is made global (``B
 its gradient goes to rank 0 as ``to_global``'s does. Views do not track their base: writing
 into the local result of basic indexing does not update the base's history.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> x = flow.arange(12).reshape(3, 4)
     >>> x[1:, ::-2].tolist(), x[x > 9].tolist()
@@ -252,7 +252,7 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         The selection: a view for basic indices of a local tensor, else a new tensor. A global
         input gives a global result (advanced indices gather the input first, see the module).
 
-    Example:
+    Examples:
         >>> flow.arange(6).reshape(2, 3)[:, None, -1].tolist()
         [[2], [5]]
     """
@@ -380,7 +380,7 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
             global target, arrays and local tensors must be the same on every rank; a global
             value is made whole (``B``) first.
 
-    Example:
+    Examples:
         >>> x = flow.zeros(2, 3)
         >>> x[:, 1] = flow.tensor([1.0, 2.0])
         >>> x.tolist()

@@ -165,7 +165,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     Raises:
         ValueError: a 0-d operand, or shapes that do not fit.
 
-    Example:
+    Examples:
         >>> flow.matmul(flow.tensor([[1, 2], [3, 4]]), flow.tensor([1, 1])).tolist()
         [3, 7]
     """
@@ -183,7 +183,7 @@ def _check_ndim(name: str, want: tuple[int, int], input: Tensor, other: Tensor) 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The product of two matrices ``(n, k) @ (k, m)`` (no broadcasting).
 
-    Example:
+    Examples:
         >>> flow.mm(flow.tensor([[1, 2]]), flow.tensor([[3], [4]])).tolist()
         [[11]]
     """
@@ -194,7 +194,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched products ``(b, n, k) @ (b, k, m)``; batch sizes must be equal.
 
-    Example:
+    Examples:
         >>> flow.bmm(flow.ones(2, 1, 3), flow.ones(2, 3, 1)).shape
         mpiflow.Size([2, 1, 1])
     """
@@ -208,7 +208,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors of the same length (a 0-d tensor).
 
-    Example:
+    Examples:
         >>> flow.dot(flow.tensor([1, 2, 3]), flow.tensor([4, 5, 6])).item()
         32
     """
@@ -219,7 +219,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix ``(n, k)`` and a vector ``(k,)``: a vector ``(n,)``.
 
-    Example:
+    Examples:
         >>> flow.mv(flow.tensor([[1, 2], [3, 4]]), flow.tensor([1, 0])).tolist()
         [1, 3]
     """
@@ -230,7 +230,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two vectors ``(n,)`` and ``(m,)``: ``(n, m)``.
 
-    Example:
+    Examples:
         >>> flow.outer(flow.tensor([1, 2]), flow.tensor([3, 4])).tolist()
         [[3, 4], [6, 8]]
     """
@@ -251,7 +251,7 @@ def norm(input: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None,
     Returns:
         The norm (a composite of elementwise ops and sums, so global layouts follow theirs).
 
-    Example:
+    Examples:
         >>> flow.norm(flow.tensor([[3.0, 0.0], [0.0, 4.0]])).item()
         5.0
     """

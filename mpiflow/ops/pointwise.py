@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy
 
+from .. import cuda
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
-from ..autograd.graph import is_grad_enabled, rebind_inplace
+from ..autograd.graph import is_grad_enabled, rebind_inplace, record
 from ..boxing.execute import redistribute
 from ..boxing.plan import Layout
+from ..placement import Placement
 from ..sbp import Partial, SbpParallel, Split
 from .elementwise import BINARY, UNARY, WHERE, broadcast_shape
 from .engine import B, OpDef, Signature, apply
@@ -163,12 +165,30 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"unknown device {device!r}: mpiflow has 'cpu' and 'cuda'")
         if kind != input.device:
-            raise RuntimeError("moving tensors to 'cuda' needs mpiflow's GPU support (CuPy and a "
-                               "CUDA device); this build runs on 'cpu'") if kind == "cuda" else \
-                RuntimeError("moving CUDA tensors to the host is not supported yet")
+            out = _to_device(input, kind)
     if dtype is not None:
         out = cast(out, dtype)
     return out
+
+
+def _to_device(input: Tensor, kind: str) -> Tensor:
+    """``input`` copied to ``kind`` ("cpu": numpy, "cuda": CuPy on this rank's device); a
+    global tensor keeps its ranks and layout on a placement of the new type."""
+    source = input.device
+    if kind == "cuda":
+        data = cuda.require().asarray(input._data)
+    else:
+        get = getattr(input._data, "get", None)
+        data = get() if get is not None else numpy.asarray(input._data)
+    placement = (None if input._placement is None
+                 else Placement(kind, input._placement.ranks.tolist()))
+    out = Tensor(data, placement, input._sbp, input.shape)
+    return record("to", _to_device_grad, [input], {"source": source}, out)
+
+
+def _to_device_grad(g: Tensor, operands: Any, out: Tensor, *, source: str) -> tuple[Tensor]:
+    """The gradient goes back to the device the input was on."""
+    return (_to_device(g, source),)
 
 
 def _expand_layouts(shape: tuple[int, ...], size: tuple[int, ...], **_: Any) -> list[Signature]:

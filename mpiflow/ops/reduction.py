@@ -200,7 +200,7 @@ def sum(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any 
         The reduced tensor. On a global tensor, summing over a split dimension gives a partial
         sum (``P``); ``numpy()``/``item()`` return the full sum.
 
-    Example:
+    Examples:
         >>> flow.sum(flow.tensor([[1, 2], [3, 4]]), dim=0).tolist()
         [4, 6]
     """
@@ -224,7 +224,7 @@ def mean(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
     Raises:
         TypeError: an integer or bool input without a floating ``dtype``.
 
-    Example:
+    Examples:
         >>> flow.mean(flow.tensor([1.0, 2.0, 6.0])).item()
         3.0
     """
@@ -240,13 +240,16 @@ def prod(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
     """The product of the elements over ``dim`` (all by default); integers give int64.
 
     Args:
-        input, dim, keepdim, dtype: as :func:`sum` (no partial layout: a split reduced dim
+        input: as :func:`sum` (no partial layout: a split reduced dim
+        dim: as :func:`sum` (no partial layout: a split reduced dim
+        keepdim: as :func:`sum` (no partial layout: a split reduced dim
+        dtype: as :func:`sum` (no partial layout: a split reduced dim
             is moved or gathered first).
 
     Returns:
         The reduced tensor.
 
-    Example:
+    Examples:
         >>> flow.prod(flow.tensor([1, 2, 3, 4])).item()
         24
     """
@@ -356,13 +359,15 @@ def amax(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
     """The largest element over ``dim`` (all by default, as ``dim=()``); NaN propagates.
 
     Args:
-        input, dim, keepdim: as :func:`sum`.
+        input: as :func:`sum`.
+        dim: as :func:`sum`.
+        keepdim: as :func:`sum`.
 
     Returns:
         The reduced tensor, of ``input``'s dtype; on a global tensor a split reduced dim
         gives ``P(max)`` (finished by ``numpy()`` or a conversion).
 
-    Example:
+    Examples:
         >>> flow.amax(flow.tensor([[1, 5], [7, 2]]), dim=1).tolist()
         [5, 7]
     """
@@ -373,12 +378,14 @@ def amin(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
     """The smallest element over ``dim`` (all by default); see :func:`amax`.
 
     Args:
-        input, dim, keepdim: as :func:`sum`.
+        input: as :func:`sum`.
+        dim: as :func:`sum`.
+        keepdim: as :func:`sum`.
 
     Returns:
         The reduced tensor; a split reduced dim gives ``P(min)``.
 
-    Example:
+    Examples:
         >>> flow.amin(flow.tensor([[1, 5], [7, 2]]), dim=1).tolist()
         [1, 2]
     """
@@ -397,7 +404,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     Returns:
         An int64 tensor; on a global tensor ``dim`` is never split (it is moved first).
 
-    Example:
+    Examples:
         >>> flow.argmax(flow.tensor([[1, 5], [7, 2]]), dim=0).tolist()
         [1, 0]
     """
@@ -408,12 +415,14 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     """The index (int64) of the first smallest element along ``dim``.
 
     Args:
-        input, dim, keepdim: as :func:`argmax`.
+        input: as :func:`argmax`.
+        dim: as :func:`argmax`.
+        keepdim: as :func:`argmax`.
 
     Returns:
         An int64 tensor.
 
-    Example:
+    Examples:
         >>> flow.argmin(flow.tensor([3, 1, 2])).item()
         1
     """
@@ -448,7 +457,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     Returns:
         A 0-d tensor, a :class:`MaxResult` ``(values, indices)``, or the elementwise maximum.
 
-    Example:
+    Examples:
         >>> values, indices = flow.max(flow.tensor([[1, 5], [7, 2]]), dim=1)
         >>> values.tolist(), indices.tolist()
         ([5, 7], [1, 0])
@@ -460,12 +469,14 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``min(x)``: the smallest element; ``min(x, dim, keepdim)``: ``(values, indices)``.
 
     Args:
-        input, dim, keepdim: as :func:`max`.
+        input: as :func:`max`.
+        dim: as :func:`max`.
+        keepdim: as :func:`max`.
 
     Returns:
         A 0-d tensor, a :class:`MaxResult` ``(values, indices)``, or the elementwise minimum.
 
-    Example:
+    Examples:
         >>> flow.min(flow.tensor([[1, 5], [7, 2]]), dim=1).indices.tolist()
         [0, 1]
     """
@@ -488,12 +499,14 @@ def all(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
     """Whether every element over ``dim`` (all by default) is true (non-zero).
 
     Args:
-        input, dim, keepdim: as :func:`sum`.
+        input: as :func:`sum`.
+        dim: as :func:`sum`.
+        keepdim: as :func:`sum`.
 
     Returns:
         A bool tensor (uint8 for a uint8 input, as PyTorch).
 
-    Example:
+    Examples:
         >>> flow.all(flow.tensor([[True, False], [True, True]]), dim=1).tolist()
         [False, True]
     """
@@ -504,12 +517,14 @@ def any(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
     """Whether some element over ``dim`` (all by default) is true (non-zero).
 
     Args:
-        input, dim, keepdim: as :func:`sum`.
+        input: as :func:`sum`.
+        dim: as :func:`sum`.
+        keepdim: as :func:`sum`.
 
     Returns:
         A bool tensor (uint8 for a uint8 input).
 
-    Example:
+    Examples:
         >>> flow.any(flow.tensor([0, 0, 3])).item()
         True
     """
@@ -522,14 +537,16 @@ def var(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
     """The variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``.
 
     Args:
-        input, dim, keepdim: as :func:`mean` (a floating-point input).
+        input: as :func:`mean` (a floating-point input).
+        dim: as :func:`mean` (a floating-point input).
+        keepdim: as :func:`mean` (a floating-point input).
         unbiased: True (default) is ``correction=1``, False ``correction=0``.
         correction: subtracted from the element count ``n`` (overrides ``unbiased``).
 
     Returns:
         The variance (NaN or inf where ``n - correction <= 0``, as PyTorch).
 
-    Example:
+    Examples:
         >>> flow.var(flow.tensor([1.0, 2.0, 3.0, 4.0])).item()
         1.6666666269302368
     """
@@ -550,12 +567,16 @@ def std(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
     """The standard deviation over ``dim``: ``sqrt(var(...))``.
 
     Args:
-        input, dim, unbiased, keepdim, correction: as :func:`var`.
+        input: as :func:`var`.
+        dim: as :func:`var`.
+        unbiased: as :func:`var`.
+        keepdim: as :func:`var`.
+        correction: as :func:`var`.
 
     Returns:
         The standard deviation.
 
-    Example:
+    Examples:
         >>> flow.std(flow.tensor([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), unbiased=False).item()
         2.0
     """
@@ -660,7 +681,7 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     Returns:
         A tensor of ``input``'s shape (float16 computed in float32).
 
-    Example:
+    Examples:
         >>> flow.softmax(flow.tensor([0.0, 0.0]), dim=0).tolist()
         [0.5, 0.5]
     """
@@ -671,12 +692,14 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x)`` along ``dim``, computed stably.
 
     Args:
-        input, dim, dtype: as :func:`softmax`.
+        input: as :func:`softmax`.
+        dim: as :func:`softmax`.
+        dtype: as :func:`softmax`.
 
     Returns:
         A tensor of ``input``'s shape.
 
-    Example:
+    Examples:
         >>> flow.log_softmax(flow.tensor([0.0, 1000.0]), dim=0).tolist()
         [-1000.0, 0.0]
     """
@@ -694,7 +717,7 @@ def logsumexp(input: Tensor, dim: DimArg, keepdim: bool = False) -> Tensor:
     Returns:
         The reduced tensor; on a global tensor the reduced dims are never split.
 
-    Example:
+    Examples:
         >>> round(flow.logsumexp(flow.tensor([1000.0, 1000.0]), dim=0).item(), 3)
         1000.693
     """
@@ -712,7 +735,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     Returns:
         A tensor of ``input``'s shape; a partial sum stays one (``P -> P``).
 
-    Example:
+    Examples:
         >>> flow.cumsum(flow.tensor([1, 2, 3]), dim=0).tolist()
         [1, 3, 6]
     """

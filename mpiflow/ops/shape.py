@@ -20,7 +20,7 @@ Gradients are the inverse rearrangement (reshape back, the inverse permutation, 
 squeeze, flip again); ``cat`` and ``stack`` hand each input its slice of the gradient, and each
 piece of ``split``/``chunk`` (one ``narrow`` op each) puts its gradient into its slice of zeros.
 
-Example:
+Examples:
     >>> import mpiflow as flow
     >>> x = flow.tensor([[1, 2, 3], [4, 5, 6]])
     >>> x.reshape(3, -1).shape, x.t().shape, flow.cat([x, x], dim=1).shape
@@ -116,7 +116,7 @@ def reshape_split_map(shape: Shape, size: Shape, mesh: Shape) -> dict[int, int]:
     Returns:
         ``{input_dim: output_dim}``.
 
-    Example:
+    Examples:
         >>> reshape_split_map((6, 4), (24,), (3,)), reshape_split_map((5, 4), (20,), (2,))
         ({0: 0}, {})
     """
@@ -171,7 +171,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     Returns:
         A tensor sharing ``input``'s memory where the array module can (a view).
 
-    Example:
+    Examples:
         >>> flow.arange(6).reshape(2, -1).shape
         mpiflow.Size([2, 3])
     """
@@ -188,12 +188,13 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
     Args:
         input: a tensor.
-        start_dim, end_dim: the first and last dims to merge (negative counts from the end).
+        start_dim: the first and last dims to merge (negative counts from the end).
+        end_dim: the first and last dims to merge (negative counts from the end).
 
     Returns:
         The reshaped tensor (a 0-d input gives shape ``(1,)``).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 3, 4).flatten(1).shape
         mpiflow.Size([2, 12])
     """
@@ -239,7 +240,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     Returns:
         The permuted tensor (a view for local tensors).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 3, 4).permute(2, 0, 1).shape
         mpiflow.Size([4, 2, 3])
     """
@@ -255,12 +256,13 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
     Args:
         input: a tensor.
-        dim0, dim1: the two dims (negative counts from the end).
+        dim0: the two dims (negative counts from the end).
+        dim1: the two dims (negative counts from the end).
 
     Returns:
         The transposed tensor (a view for local tensors).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 3, 4).transpose(0, -1).shape
         mpiflow.Size([4, 3, 2])
     """
@@ -276,7 +278,7 @@ swapaxes = transpose
 def t(input: Tensor) -> Tensor:
     """The transpose of a tensor of at most 2 dims (0-d and 1-d come back as they are).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 3).t().shape
         mpiflow.Size([3, 2])
     """
@@ -326,7 +328,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     Returns:
         The squeezed tensor (a view for local tensors).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 1, 3, 1).squeeze().shape, flow.zeros(2, 1).squeeze(0).shape
         (mpiflow.Size([2, 3]), mpiflow.Size([2, 1]))
     """
@@ -360,7 +362,7 @@ UNSQUEEZE = OpDef("unsqueeze", _unsqueeze_kernel, _unsqueeze_shape, _unsqueeze_l
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """``input`` with a new size-1 dim at position ``dim`` (negative: from the end).
 
-    Example:
+    Examples:
         >>> flow.zeros(2, 3).unsqueeze(-1).shape
         mpiflow.Size([2, 3, 1])
     """
@@ -423,7 +425,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     Returns:
         A new tensor.
 
-    Example:
+    Examples:
         >>> flow.cat([flow.zeros(2, 3), flow.ones(1, 3)]).shape
         mpiflow.Size([3, 3])
     """
@@ -463,7 +465,7 @@ STACK = OpDef("stack", _stack_kernel, _stack_shape, _stack_layouts, grad=_stack_
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors (all of one shape) joined along a new dim ``dim``.
 
-    Example:
+    Examples:
         >>> flow.stack([flow.zeros(2, 3), flow.ones(2, 3)], dim=1).shape
         mpiflow.Size([2, 2, 3])
     """
@@ -522,7 +524,7 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
     Returns:
         A tuple of tensors (views for local tensors).
 
-    Example:
+    Examples:
         >>> [p.shape[0] for p in flow.zeros(5, 2).split(2)]
         [2, 2, 1]
     """
@@ -544,7 +546,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
     (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``.
 
-    Example:
+    Examples:
         >>> [p.shape[0] for p in flow.zeros(5).chunk(3)]
         [2, 2, 1]
     """
@@ -577,7 +579,7 @@ FLIP = OpDef("flip", _flip_kernel, lambda shape, **_: shape, _flip_layouts, grad
 def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
     """``input`` with the order of elements along ``dims`` reversed (a copy, as PyTorch).
 
-    Example:
+    Examples:
         >>> flow.tensor([[1, 2], [3, 4]]).flip(1).tolist()
         [[2, 1], [4, 3]]
     """
@@ -591,7 +593,7 @@ def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
 def contiguous(input: Tensor) -> Tensor:
     """``input`` itself: mpiflow tensors have no strides to make contiguous.
 
-    Example:
+    Examples:
         >>> x = flow.zeros(2); x.contiguous() is x
         True
     """

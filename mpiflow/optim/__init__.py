@@ -3,7 +3,7 @@
 Updates are mpiflow ops under ``no_grad``, written into the parameters in place: a global
 parameter keeps its layout, and its state has the same layout.
 
-Example:
+Examples:
     >>> import mpiflow.optim as optim
     >>> opt = optim.Adam(net.parameters(), lr=1e-3)
     >>> sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)

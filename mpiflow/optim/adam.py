@@ -1,6 +1,6 @@
 """Adam and AdamW (with AMSGrad), as PyTorch computes them.
 
-Example:
+Examples:
     >>> import mpiflow.optim as optim
     >>> opt = optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
 """
@@ -49,7 +49,7 @@ class Adam(Optimizer):
         amsgrad: keep the maximum of the second moments.
         maximize: ascend instead of descend.
 
-    Example:
+    Examples:
         >>> opt = optim.Adam(net.parameters(), lr=1e-3, amsgrad=True)
     """
 
@@ -116,10 +116,15 @@ class AdamW(Adam):
     ``p *= 1 - lr * weight_decay``, then Adam's update without an L2 term.
 
     Args:
-        params, lr, betas, eps, amsgrad, maximize: as :class:`Adam`.
+        params: as :class:`Adam`.
+        lr: as :class:`Adam`.
+        betas: as :class:`Adam`.
+        eps: as :class:`Adam`.
+        amsgrad: as :class:`Adam`.
+        maximize: as :class:`Adam`.
         weight_decay: the decoupled decay (default 0.01).
 
-    Example:
+    Examples:
         >>> opt = optim.AdamW(net.parameters(), lr=1e-3)
     """
 

@@ -6,7 +6,7 @@ A scheduler sets ``group["lr"]`` of its optimizer's groups; construct it after t
 ``optimizer.step()``. The rules are PyTorch's (its recursive forms), so the rates match
 PyTorch's to rounding.
 
-Example:
+Examples:
     >>> import mpiflow.optim as optim
     >>> opt = optim.SGD([w], lr=1.0)
     >>> sched = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
@@ -98,7 +98,7 @@ class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs:
     ``lr = base_lr * gamma ** (epoch // step_size)``.
 
-    Example:
+    Examples:
         >>> sched = optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
     """
 
@@ -121,7 +121,7 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each epoch of ``milestones``.
 
-    Example:
+    Examples:
         >>> sched = optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
     """
 
@@ -145,7 +145,7 @@ class MultiStepLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch.
 
-    Example:
+    Examples:
         >>> sched = optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
     """
 
@@ -167,7 +167,7 @@ class CosineAnnealingLR(LRScheduler):
     over the next ``T_max``, as PyTorch's recursive form):
     ``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2``.
 
-    Example:
+    Examples:
         >>> sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
     """
 
@@ -199,7 +199,7 @@ class CosineAnnealingLR(LRScheduler):
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group).
 
-    Example:
+    Examples:
         >>> sched = optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch)
     """
 

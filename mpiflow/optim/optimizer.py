@@ -5,7 +5,7 @@ so a global parameter keeps its layout and every state tensor (a momentum, Adam'
 created with its parameter's placement and sbp: a split parameter has split state, and each
 rank updates only its shard.
 
-Example:
+Examples:
     >>> import mpiflow.optim as optim
     >>> opt = optim.SGD(net.parameters(), lr=0.1)
     >>> loss = net(x).sum()
@@ -130,7 +130,7 @@ class Optimizer:
         [indices]}]}``, parameters numbered in group order. State tensors are shared, not
         copied (global ones stay global).
 
-        Example:
+        Examples:
             >>> sorted(optim.SGD([w], lr=0.1).state_dict())
             ['param_groups', 'state']
         """

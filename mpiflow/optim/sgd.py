@@ -1,6 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
-Example:
+Examples:
     >>> import mpiflow.optim as optim
     >>> opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True)
 """
@@ -33,7 +33,7 @@ class SGD(Optimizer):
         nesterov: Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``).
         maximize: ascend instead of descend.
 
-    Example:
+    Examples:
         >>> w = nn.Parameter(flow.tensor([1.0]))
         >>> (w * 3).sum().backward()
         >>> optim.SGD([w], lr=0.1).step()

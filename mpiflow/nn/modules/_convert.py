@@ -32,7 +32,7 @@ def value_like(target: Tensor, value: Any) -> Tensor:
     A local value of a global ``target`` is its whole logical value (each rank keeps its
     shard, no communication); a global value is redistributed (collective).
 
-    Example:
+    Examples:
         >>> value_like(w, numpy.zeros(tuple(w.shape))).sbp == w.sbp    # w global
         True
     """

@@ -1,7 +1,7 @@
 """Activation layers: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``, ``SiLU``, ``LeakyReLU``,
 ``Softmax``, ``LogSoftmax`` (each a thin module over :mod:`mpiflow.nn.functional`).
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> nn.ReLU()(flow.tensor([-1.0, 1.0])).tolist()
     [0.0, 1.0]
@@ -19,7 +19,7 @@ __all__ = ["GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softma
 class ReLU(Module):
     """``max(x, 0)``.
 
-    Example:
+    Examples:
         >>> nn.ReLU()
         ReLU()
     """
@@ -38,7 +38,7 @@ class ReLU(Module):
 class GELU(Module):
     """``x * Phi(x)``; ``approximate="tanh"`` for the tanh form.
 
-    Example:
+    Examples:
         >>> nn.GELU(approximate="tanh")
         GELU(approximate='tanh')
     """
@@ -101,7 +101,7 @@ class LeakyReLU(Module):
 class Softmax(Module):
     """Softmax along ``dim``.
 
-    Example:
+    Examples:
         >>> nn.Softmax(dim=1)
         Softmax(dim=1)
     """

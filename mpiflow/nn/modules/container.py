@@ -1,6 +1,6 @@
 """Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> net = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
     >>> len(net), type(net[0]).__name__
@@ -32,7 +32,7 @@ class Sequential(Module):
     Args:
         args: the modules, or one ``OrderedDict`` of named modules.
 
-    Example:
+    Examples:
         >>> nn.Sequential(nn.Linear(2, 2), nn.Tanh())
         Sequential(
           (0): Linear(in_features=2, out_features=2, bias=True)
@@ -112,7 +112,7 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of modules, registered (their parameters belong to this module).
 
-    Example:
+    Examples:
         >>> layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)])
         >>> len(list(layers.parameters()))
         6
@@ -183,7 +183,7 @@ class ModuleList(Module):
 class ModuleDict(Module):
     """A dict of modules by name, registered, in insertion order.
 
-    Example:
+    Examples:
         >>> heads = nn.ModuleDict({"a": nn.Linear(2, 1), "b": nn.Linear(2, 3)})
         >>> list(heads.keys())
         ['a', 'b']

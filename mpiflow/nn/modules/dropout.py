@@ -1,6 +1,6 @@
 """``Dropout``: random zeros in training, the identity in evaluation.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> nn.Dropout(0.5).eval()(flow.ones(3)).tolist()
     [1.0, 1.0, 1.0]
@@ -23,7 +23,7 @@ class Dropout(Module):
         p: the probability of dropping, in ``[0, 1]``.
         inplace: write into the input.
 
-    Example:
+    Examples:
         >>> nn.Dropout(p=0.2)
         Dropout(p=0.2, inplace=False)
     """

@@ -1,6 +1,6 @@
 """``Embedding``: a lookup table of vectors.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> nn.Embedding(10, 3)(flow.tensor([[1, 2], [4, 1]])).shape
     mpiflow.Size([2, 2, 3])
@@ -27,11 +27,12 @@ class Embedding(Module):
         num_embeddings: the number of rows.
         embedding_dim: the size of each row.
         padding_idx: this row starts at zeros and gets no gradient.
-        device, dtype: of the weight.
+        device: of the weight.
+        dtype: of the weight.
 
     The weight is drawn from ``N(0, 1)``; backward adds the gradients of repeated indices.
 
-    Example:
+    Examples:
         >>> nn.Embedding(10, 3, padding_idx=0)
         Embedding(10, 3, padding_idx=0)
     """
@@ -77,7 +78,7 @@ class Embedding(Module):
                         padding_idx: int | None = None) -> Embedding:
         """An embedding whose weight is (a view of) ``embeddings``; ``freeze``: no training.
 
-        Example:
+        Examples:
             >>> nn.Embedding.from_pretrained(flow.ones(4, 2)).weight.requires_grad
             False
         """

@@ -1,6 +1,6 @@
 """``Linear``, ``Identity`` and ``Flatten``.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> nn.Linear(4, 2)(flow.ones(3, 4)).shape
     mpiflow.Size([3, 2])
@@ -24,7 +24,7 @@ __all__ = ["Flatten", "Identity", "Linear"]
 class Identity(Module):
     """Returns its input (any constructor arguments are ignored).
 
-    Example:
+    Examples:
         >>> nn.Identity()(flow.ones(2)).tolist()
         [1.0, 1.0]
     """
@@ -46,9 +46,10 @@ class Linear(Module):
         in_features: the size of each input sample.
         out_features: the size of each output sample.
         bias: whether to add a learned bias.
-        device, dtype: of the parameters.
+        device: of the parameters.
+        dtype: of the parameters.
 
-    Example:
+    Examples:
         >>> layer = nn.Linear(3, 5)
         >>> tuple(layer.weight.shape), tuple(layer.bias.shape)
         ((5, 3), (5,))
@@ -88,7 +89,7 @@ class Linear(Module):
 class Flatten(Module):
     """Merge dims ``start_dim..end_dim`` (default: all but the batch dim).
 
-    Example:
+    Examples:
         >>> nn.Flatten()(flow.ones(2, 3, 4)).shape
         mpiflow.Size([2, 12])
     """

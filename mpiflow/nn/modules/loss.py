@@ -3,7 +3,7 @@
 
 Class weights are buffers, so ``to``/``to_global`` convert them with the rest of a model.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> nn.MSELoss()(flow.tensor([1.0, 3.0]), flow.tensor([0.0, 0.0])).item()
     5.0
@@ -40,7 +40,7 @@ class MSELoss(_Loss):
     Args:
         reduction: ``"none"``, ``"mean"`` or ``"sum"``.
 
-    Example:
+    Examples:
         >>> nn.MSELoss(reduction="sum")(flow.tensor([1.0, 3.0]), flow.zeros(2)).item()
         10.0
     """
@@ -52,7 +52,7 @@ class MSELoss(_Loss):
 class L1Loss(_Loss):
     """Mean (or summed) absolute error.
 
-    Example:
+    Examples:
         >>> nn.L1Loss()(flow.tensor([1.0, -3.0]), flow.zeros(2)).item()
         2.0
     """
@@ -69,7 +69,7 @@ class NLLLoss(_WeightedLoss):
         ignore_index: targets of this value are skipped.
         reduction: ``"none"``, ``"mean"`` (weighted mean) or ``"sum"``.
 
-    Example:
+    Examples:
         >>> nn.NLLLoss()(flow.tensor([[-1.0, -2.0]]), flow.tensor([0])).item()
         1.0
     """
@@ -92,7 +92,7 @@ class CrossEntropyLoss(_WeightedLoss):
         reduction: ``"none"``, ``"mean"`` or ``"sum"``.
         label_smoothing: in ``[0, 1]``.
 
-    Example:
+    Examples:
         >>> round(nn.CrossEntropyLoss()(flow.zeros(2, 4), flow.tensor([1, 3])).item(), 4)
         1.3863
     """
@@ -111,7 +111,7 @@ class CrossEntropyLoss(_WeightedLoss):
 class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross entropy of logits (stable); ``pos_weight`` weighs the positive term.
 
-    Example:
+    Examples:
         >>> round(nn.BCEWithLogitsLoss()(flow.zeros(3), flow.ones(3)).item(), 4)
         0.6931
     """
@@ -131,7 +131,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
 class BCELoss(_WeightedLoss):
     """Binary cross entropy of probabilities (logs clamped at -100).
 
-    Example:
+    Examples:
         >>> round(nn.BCELoss()(flow.tensor([0.5]), flow.tensor([0.0])).item(), 4)
         0.6931
     """

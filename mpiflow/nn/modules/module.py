@@ -5,7 +5,7 @@ parameter, a :class:`Module` a child, and :meth:`Module.register_buffer` adds st
 trained. Parameters may be local or global tensors; :meth:`Module.to_global` lays out a whole
 module over a placement (data parallel: every parameter ``B``; model parallel: some split).
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     >>> [name for name, _ in net.named_parameters()]
@@ -43,7 +43,7 @@ class Parameter(Tensor):
         data: the value (local or global); the parameter shares its memory and layout.
         requires_grad: whether autograd computes its gradient.
 
-    Example:
+    Examples:
         >>> p = nn.Parameter(flow.zeros(2, 3))
         >>> isinstance(p, flow.Tensor), p.requires_grad, p.is_leaf
         (True, True, True)
@@ -107,7 +107,7 @@ class Module:
     Subclasses call ``super().__init__()`` first, assign parameters and children as
     attributes, and define ``forward``; call the module (``net(x)``) to run the hooks too.
 
-    Example:
+    Examples:
         >>> class Scale(nn.Module):
         ...     def __init__(self) -> None:
         ...         super().__init__()
@@ -289,7 +289,7 @@ class Module:
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """``(dotted name, parameter)`` pairs, each shared parameter once.
 
-        Example:
+        Examples:
             >>> [n for n, _ in nn.Linear(2, 3).named_parameters()]
             ['weight', 'bias']
         """
@@ -432,7 +432,7 @@ class Module:
         Returns:
             The state; values share memory with the module (global ones stay global).
 
-        Example:
+        Examples:
             >>> list(nn.Sequential(nn.Linear(2, 2)).state_dict())
             ['0.weight', '0.bias']
         """
@@ -458,7 +458,7 @@ class Module:
             RuntimeError: listing every problem (shape or dtype mismatches name the key);
                 nothing is copied then.
 
-        Example:
+        Examples:
             >>> b = nn.Linear(2, 2)
             >>> b.load_state_dict(nn.Linear(2, 2).state_dict())
             IncompatibleKeys(missing_keys=[], unexpected_keys=[])
@@ -501,7 +501,7 @@ class Module:
         """Convert floating parameters and buffers to a dtype and/or move them to a device,
         in place: ``to(flow.float64)``, ``to("cpu")``, ``to(device, dtype)``.
 
-        Example:
+        Examples:
             >>> nn.Linear(2, 2).to(flow.float64).weight.dtype
             mpiflow.float64
         """
@@ -559,7 +559,7 @@ class Module:
         Returns:
             This module; parameters stay the same :class:`Parameter` objects (leaves).
 
-        Example:
+        Examples:
             >>> p = flow.placement("cpu", list(range(flow.env.get_world_size())))
             >>> net = nn.Linear(4, 8).to_global(p, flow.sbp.broadcast)      # data parallel
             >>> net.to_global(sbp=lambda name, t: flow.sbp.split(0))          # model parallel

@@ -1,6 +1,6 @@
 """``LayerNorm``.
 
-Example:
+Examples:
     >>> import mpiflow.nn as nn
     >>> nn.LayerNorm(4)(flow.randn(2, 4)).shape
     mpiflow.Size([2, 4])
@@ -27,9 +27,10 @@ class LayerNorm(Module):
         eps: added to the variance.
         elementwise_affine: learn a ``weight`` (ones) and a ``bias`` (zeros).
         bias: learn the bias (with ``elementwise_affine``).
-        device, dtype: of the parameters.
+        device: of the parameters.
+        dtype: of the parameters.
 
-    Example:
+    Examples:
         >>> nn.LayerNorm((3, 4))
         LayerNorm((3, 4), eps=1e-05, elementwise_affine=True)
     """

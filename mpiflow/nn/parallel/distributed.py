@@ -147,7 +147,7 @@ def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
     Returns:
         ``module`` itself, with ``module.no_sync()`` added.
 
-    Example:
+    Examples:
         >>> m = ddp(Model())
         >>> loss(m(x), y).backward()     # m.w.grad is the gradient averaged over ranks
     """

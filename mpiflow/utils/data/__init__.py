@@ -1,6 +1,6 @@
 """Datasets, samplers and the data loader, as ``torch.utils.data``.
 
-Example:
+Examples:
     >>> from mpiflow.utils.data import DataLoader, DistributedSampler, TensorDataset
     >>> ds = TensorDataset(flow.randn(100, 8), flow.randint(0, 3, (100,)))
     >>> sampler = DistributedSampler(ds, shuffle=True, seed=0)     # this rank's share

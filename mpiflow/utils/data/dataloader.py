@@ -4,7 +4,7 @@ Each rank runs its own loader on its own samples (give it a :class:`DistributedS
 data parallel training); batches are local tensors, which ``to_global(placement, split(0))``
 joins into one global batch.
 
-Example:
+Examples:
     >>> from mpiflow.utils.data import DataLoader, TensorDataset
     >>> loader = DataLoader(TensorDataset(flow.arange(10)), batch_size=4)
     >>> [batch[0].tolist() for batch in loader]
@@ -47,7 +47,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     tensor, ints int64, bools bool; strings stay a list; dicts, named tuples and sequences are
     collated field by field (tuples and lists give lists).
 
-    Example:
+    Examples:
         >>> out = default_collate([(flow.zeros(2), 1), (flow.ones(2), 0)])
         >>> tuple(out[0].shape), out[1].tolist()
         ((2, 2), [1, 0])
@@ -87,7 +87,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
 def default_convert(data: Any) -> Any:
     """One sample with numpy arrays made tensors (for ``batch_size=None``).
 
-    Example:
+    Examples:
         >>> default_convert({"x": numpy.zeros(2)})["x"].shape
         mpiflow.Size([2])
     """
@@ -120,7 +120,7 @@ class DataLoader:
         generator: a ``numpy.random.Generator`` for shuffling.
         seed: shuffle with ``numpy.random.default_rng(seed)`` (a fixed sequence of orders).
 
-    Example:
+    Examples:
         >>> loader = DataLoader(TensorDataset(flow.arange(10)), batch_size=4, drop_last=True)
         >>> len(loader)
         2

@@ -1,6 +1,6 @@
 """Datasets: ``Dataset`` (map-style), ``TensorDataset``, ``Subset``.
 
-Example:
+Examples:
     >>> from mpiflow.utils.data import TensorDataset
     >>> ds = TensorDataset(flow.arange(6).reshape(3, 2), flow.tensor([0, 1, 0]))
     >>> len(ds), ds[1][1].item()
@@ -25,7 +25,7 @@ class Dataset(Generic[T_co]):
     """A map-style dataset: ``dataset[i]`` is sample ``i``; subclasses define ``__getitem__``
     and ``__len__``.
 
-    Example:
+    Examples:
         >>> class Squares(Dataset):
         ...     def __len__(self): return 4
         ...     def __getitem__(self, i): return i * i
@@ -57,7 +57,7 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
     Args:
         tensors: local tensors or numpy arrays with equal ``shape[0]``.
 
-    Example:
+    Examples:
         >>> ds = TensorDataset(flow.zeros(4, 3), flow.arange(4))
         >>> [tuple(t.shape) for t in ds[0]]
         [(3,), ()]
@@ -85,7 +85,7 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
 class Subset(Dataset[T_co]):
     """The samples of ``dataset`` at ``indices``, in that order.
 
-    Example:
+    Examples:
         >>> len(Subset(TensorDataset(flow.zeros(10)), [0, 5, 7]))
         3
     """

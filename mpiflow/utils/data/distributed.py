@@ -1,6 +1,6 @@
 """``DistributedSampler``: each rank's share of a dataset, with PyTorch's rules.
 
-Example:
+Examples:
     >>> from mpiflow.utils.data import DistributedSampler
     >>> list(DistributedSampler(range(10), num_replicas=4, rank=2, shuffle=False))
     [2, 6, 0]
@@ -40,7 +40,7 @@ class DistributedSampler(Sampler):
         seed: the base seed; must be the same on every rank.
         drop_last: drop the tail instead of padding.
 
-    Example:
+    Examples:
         >>> [list(DistributedSampler(range(10), 4, r, shuffle=False, drop_last=True))
         ...  for r in range(4)]
         [[0, 4], [1, 5], [2, 6], [3, 7]]

@@ -1,6 +1,6 @@
 """Samplers: the order in which a :class:`DataLoader` visits a dataset.
 
-Example:
+Examples:
     >>> from mpiflow.utils.data import BatchSampler, SequentialSampler
     >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
     [[0, 1], [2, 3], [4]]
@@ -59,7 +59,7 @@ class RandomSampler(Sampler):
         seed: make a generator ``numpy.random.default_rng(seed)``: the passes then follow a
             fixed sequence of orders.
 
-    Example:
+    Examples:
         >>> sorted(RandomSampler(range(4), seed=0))
         [0, 1, 2, 3]
     """
@@ -82,7 +82,7 @@ class BatchSampler(Sampler):
     """Lists of ``batch_size`` indices from ``sampler`` (the last one shorter unless
     ``drop_last``).
 
-    Example:
+    Examples:
         >>> len(BatchSampler(range(10), 3, drop_last=True))
         3
     """
