@@ -143,11 +143,13 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
         src: the sending rank, or None for any.
         shape: what arrives, when the sender sends no metadata.
         dtype: what arrives, when the sender sends no metadata.
-        device: accepted for OneFlow compatibility; arrays are received on the host.
+        device: "cuda" receives into a new CuPy array (what a device sender needs when
+            device arrays travel over NCCL); None or "cpu" into a numpy array.
         out: receive into this array or tensor instead of a new one.
 
     Returns:
-        The received numpy array, or None when ``out`` was given.
+        The received array (numpy; CuPy with ``device="cuda"``), or None when ``out`` was
+        given.
 
     Examples:
         >>> if rank == 0: flow.comm.send(numpy.arange(3.0), dst=1)
@@ -165,7 +167,7 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     else:
         shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
         dtype = numpy.dtype(dtype)
-    result = numpy.empty(shape, dtype=dtype)
+    result = _array_module_of(device).empty(shape, dtype=dtype)
     if target is not None and target.shape == result.shape and target.dtype == result.dtype:
         result = target
     world_comm.recv(result, source, _DATA_TAG)
@@ -175,3 +177,12 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
         raise ValueError(f"received a {result.dtype} array of shape {result.shape}, but out is a "
                          f"{target.dtype} array of shape {tuple(target.shape)}")
     return None
+
+
+def _array_module_of(device: Any) -> Any:
+    """numpy for no device or "cpu", CuPy (this rank's GPU) for "cuda"."""
+    if device is None or str(device).split(":")[0] == "cpu":
+        return numpy
+    from .creation import _check_device
+
+    return _check_device(None, device)

@@ -112,11 +112,16 @@ class MPICommunicator(Communicator):
         return f"MPICommunicator(rank={self.rank}, size={self.size})"
 
     # -- helpers -------------------------------------------------------------------------------
+    _device_comm: Communicator | None = None  # set by .device.device_communicator
+
     def _on_device(self) -> Communicator | None:
         """The communicator that moves this group's device arrays (made on first use)."""
-        from .device import device_communicator
+        device = self._device_comm
+        if device is None:
+            from .device import device_communicator
 
-        return device_communicator(self)
+            device = device_communicator(self)
+        return device
 
     def _check_rank(self, rank: int, what: str) -> int:
         if not isinstance(rank, (int, numpy.integer)) or isinstance(rank, bool):

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy
 
+from .._array_module import array_module
 from .._arrays import as_buffer, as_buffer_list
 from ..communication import Communicator, ReduceOp, Work
 from ..communication.group import ProcessGroup, world_comm, world_group
@@ -90,7 +91,7 @@ def _copy_out(outs: Sequence[Any], stage: Any) -> Callable[[], None]:
 
 
 def _stack(comm: Communicator, bufs: Sequence[Any], like: Any) -> Any:
-    stage = comm.array_module.empty((len(bufs), *like.shape), dtype=like.dtype)
+    stage = array_module(like).empty((len(bufs), *like.shape), dtype=like.dtype)
     for i, b in enumerate(bufs):
         stage[i] = b
     return stage
@@ -172,7 +173,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
     buf = as_buffer(tensor)
     outs = as_buffer_list(tensor_list, "tensor_list")
     _check_like(outs, comm.size, buf, "tensor_list")
-    stage = comm.array_module.empty((comm.size, *buf.shape), dtype=buf.dtype)
+    stage = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
     work = comm.all_gather(buf, stage, async_op)
     return _finish(work, async_op, _copy_out(outs, stage))
 
@@ -211,7 +212,7 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
             raise ValueError("gather_list is required on the destination rank")
         outs = as_buffer_list(gather_list, "gather_list")
         _check_like(outs, comm.size, buf, "gather_list")
-        stage = comm.array_module.empty((comm.size, *buf.shape), dtype=buf.dtype)
+        stage = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
         post = _copy_out(outs, stage)
     work = comm.gather(buf, stage, root, async_op)
     return _finish(work, async_op, post)
@@ -283,7 +284,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     if len(dtypes) > 1:
         names = sorted(map(str, dtypes))
         raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
-    xp, dtype = comm.array_module, ins[0].dtype
+    xp, dtype = array_module(ins[0]), ins[0].dtype
     send_counts = [b.size for b in ins]
     recv_counts = [b.size for b in outs]
     send = xp.concatenate([b.reshape(-1) for b in ins]) if ins else xp.empty(0, dtype)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..._array_module import array_module
 from ..._tensor import Tensor
 from ...autograd.graph import is_grad_enabled, queue_callback
 from ...communication import ReduceOp, Work
@@ -45,7 +46,7 @@ class _Reducer:
             _FIRST_BUCKET_BYTES)
         self.where: dict[int, tuple[int, int]] = {}
         for b, bucket in enumerate(self.buckets):
-            bucket.allocate()
+            bucket.allocate(array_module(self.params[bucket.members[0]]._data))
             for slot, index in enumerate(bucket.members):
                 self.where[id(self.params[index])] = (b, slot)
         self.enabled = True
