@@ -25,9 +25,9 @@ __all__ = ["DTYPES", "QUICK", "build_parser", "main", "settings_from_args"]
 DTYPES = ("float32", "float64", "int32", "int64")
 # --quick: four sizes (8 B, 1 KiB, 128 KiB, 1 MiB) and short batches, for a smoke run.
 QUICK = {"min_bytes": 8, "max_bytes": 1 << 20, "factor": 128, "iters": 100, "warmup": 10,
-         "rounds": 3, "min_iters": 3}
-_FULL = {"min_bytes": 8, "max_bytes": 64 << 20, "factor": 2, "iters": 2000, "warmup": 200,
-         "rounds": 15, "min_iters": 10}
+         "rounds": 4, "min_iters": 3}
+_FULL = {"min_bytes": 8, "max_bytes": 64 << 20, "factor": 2, "iters": 1000, "warmup": 100,
+         "rounds": 16, "min_iters": 10}
 
 
 def _byte_count(text: str) -> int:

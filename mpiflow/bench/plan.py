@@ -123,9 +123,9 @@ class Settings:
 
     ops: tuple[str, ...]
     sizes: tuple[int, ...]
-    iters: int = 2000
-    warmup: int = 200
-    rounds: int = 15
+    iters: int = 1000
+    warmup: int = 100
+    rounds: int = 16
     stat: str = "min"
     dtype: str = "float32"
     device: str = "cpu"

@@ -130,11 +130,11 @@ def format_header(meta: Mapping[str, Any], markdown: bool = False) -> str:
         f"mpiflow.bench: mpiflow {meta['mpiflow']} vs raw mpi4py {meta['mpi4py']} on "
         f"{meta['mpi_library']}; {meta['ranks']} rank(s), {meta['dtype']} on {meta['device']}",
         f"time: per batch the max over ranks of the per-rank average; the {meta['stat']} of "
-        f"{meta['rounds']} batches per side, mpiflow and raw interleaved",
+        f"{meta['rounds']} rounds, a round timing both sides back to back at every size",
         f"iterations: {meta['iters']} per batch up to {format_bytes(meta['knee_bytes'])}, then "
         f"in proportion to 1/size (at least {meta['min_iters']}); warm-up {meta['warmup']}",
         "us: microseconds per operation; algbw, busbw: GB/s; ratio: mpiflow time / raw time, "
-        "the median over the rounds of the two times of each round",
+        "paired: the median over the rounds of each round's ratio",
     ]
     if markdown:
         return "\n".join(f"- {line}" for line in lines)

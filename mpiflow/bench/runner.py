@@ -24,7 +24,7 @@ from .cases import BenchCase, Context, select
 from .metrics import Row
 from .plan import KNEE_BYTES, Settings
 
-__all__ = ["describe_run", "make_context", "measure", "run", "time_batch"]
+__all__ = ["describe_run", "make_context", "measure", "measure_sizes", "run", "time_batch"]
 
 
 def make_context(dtype: str = "float32", device: str = "cpu") -> Context:
@@ -64,39 +64,61 @@ def _warm(call: Callable[[], Any], iters: int) -> None:
         call()
 
 
-def measure(case: BenchCase, ctx: Context, size: int, settings: Settings,
-            timer: Any) -> Row:
-    """Measure one case at one requested size, mpiflow and raw mpi4py interleaved.
+def measure_sizes(case: BenchCase, ctx: Context, sizes: Sequence[int], settings: Settings,
+                  timer: Any) -> list[Row]:
+    """Measure one case at several requested sizes, mpiflow and raw mpi4py interleaved.
 
-    Both sides warm up, then ``settings.rounds`` timed batches run per side, alternating which
-    side goes first. Each batch's per-rank average is reduced to its max over ranks (OSU's
-    rule) on ``timer`` after the last batch.
+    The buffers of every size are built first and both sides warm up at each size. Then come
+    ``settings.rounds`` rounds; a round times, at every size in turn, one batch of each side
+    back to back (after one untimed call of each, to warm the caches again), alternating which
+    side goes first from round to round. The rounds of one size are so spread over the whole
+    case: a burst of load from elsewhere on the machine spoils a few of them, which the minimum
+    (times) and the median (ratio) then discard. Each batch's per-rank average is reduced to
+    its max over ranks (OSU's rule) on ``timer`` after the last round.
 
     Args:
         case: the benchmark case.
         ctx: where it runs.
-        size: the requested size in bytes.
+        sizes: the requested sizes in bytes.
         settings: iteration counts, rounds and the statistic.
         timer: the mpi4py communicator for barriers and the timing reduction.
 
     Returns:
-        The row of results, identical on every rank.
+        One row per size, identical on every rank.
     """
-    layout = case.layout(size, ctx.dtype.itemsize, ctx.nranks)
-    prepared = case.build(ctx, layout)
-    iters = settings.timed_iterations(layout.nbytes)
-    warmup = settings.warmup_iterations(layout.nbytes)
-    sides = (prepared.mpiflow, prepared.raw)
-    for call in sides:
-        _warm(call, warmup)
-    times = numpy.zeros((settings.rounds, 2))
+    layouts = [case.layout(size, ctx.dtype.itemsize, ctx.nranks) for size in sizes]
+    sides = []
+    for layout in layouts:
+        prepared = case.build(ctx, layout)
+        sides.append((prepared.mpiflow, prepared.raw))
+    iters = [settings.timed_iterations(layout.nbytes) for layout in layouts]
+    warmup = [settings.warmup_iterations(layout.nbytes) for layout in layouts]
+    for pair, count in zip(sides, warmup, strict=True):
+        for call in pair:
+            _warm(call, count)
+    times = numpy.zeros((len(sizes), settings.rounds, 2))
     for r in range(settings.rounds):
-        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
-            times[r, side] = time_batch(sides[side], iters, timer.Barrier) / case.ops_per_call
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        for i, pair in enumerate(sides):
+            # The other sizes ran since this one's last batch and evicted its buffers from the
+            # caches: one untimed call per side warms them again, so that the side that goes
+            # first pays no more than the other.
+            for call in pair:
+                call()
+            for side in order:
+                times[i, r, side] = time_batch(pair[side], iters[i], timer.Barrier)
+    times /= case.ops_per_call
     timer.Allreduce(MPI.IN_PLACE, times, MPI.MAX)
-    return Row(case.name, size, layout.nbytes, iters, warmup, ctx.nranks,
-               case.bus_factor(ctx.nranks), tuple(times[:, 0].tolist()),
-               tuple(times[:, 1].tolist()), settings.stat)
+    factor = case.bus_factor(ctx.nranks)
+    return [Row(case.name, size, layout.nbytes, iters[i], warmup[i], ctx.nranks, factor,
+                tuple(times[i, :, 0].tolist()), tuple(times[i, :, 1].tolist()), settings.stat)
+            for i, (size, layout) in enumerate(zip(sizes, layouts, strict=True))]
+
+
+def measure(case: BenchCase, ctx: Context, size: int, settings: Settings,
+            timer: Any) -> Row:
+    """Measure one case at one requested size (see :func:`measure_sizes`)."""
+    return measure_sizes(case, ctx, [size], settings, timer)[0]
 
 
 def run(settings: Settings,
@@ -120,7 +142,7 @@ def run(settings: Settings,
         for case in cases:
             rows: list[Row] = []
             if ctx.nranks >= case.min_ranks:
-                rows = [measure(case, ctx, size, settings, timer) for size in settings.sizes]
+                rows = measure_sizes(case, ctx, settings.sizes, settings, timer)
                 results[case.name] = rows
             if on_case is not None:
                 on_case(case, rows)
