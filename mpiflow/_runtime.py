@@ -3,6 +3,13 @@
 Importing this module initializes MPI (through mpi4py) exactly once. Everything here is
 computed eagerly at import, when every rank is known to be executing the same code, so that
 later queries such as :func:`mpiflow.env.get_local_rank` never communicate and can never hang.
+
+:func:`install_abort_handler` (run by ``import mpiflow``) sets up failure handling with more
+than one rank: an uncaught exception or Ctrl-C in the main thread aborts the job; an uncaught
+exception in another thread prints a rank-tagged traceback and ends only that thread (as in
+Python and PyTorch; a hang that follows is the watchdog's); ``sys.exit`` is remembered so that
+the other ranks can be told how this one ended; and the collective watchdog starts
+(:mod:`mpiflow.communication.watchdog`).
 """
 
 from __future__ import annotations
@@ -12,13 +19,16 @@ import os
 import shutil
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any, NoReturn
 
 from mpi4py import MPI
 
-__all__ = ["Topology", "LauncherMismatchError", "topology", "world", "install_abort_handler"]
+__all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description",
+           "install_abort_handler", "topology", "world"]
 
 # Environment variables through which launchers announce the job size, by launcher.
 _LAUNCHER_SIZE_VARS = (
@@ -123,6 +133,9 @@ def _format_exception(
     return "".join(f"[rank {rank}] {line}\n" for line in lines)
 
 
+_ABORT_DELAY = 0.2  # seconds between writing the message and MPI_Abort
+
+
 def abort_job(message: str, code: int = 1) -> None:
     """Write ``message`` to stderr and abort every rank of the job (MPI_Abort)."""
     for stream in (sys.stdout, sys.stderr):
@@ -133,10 +146,16 @@ def abort_job(message: str, code: int = 1) -> None:
         sys.stderr.flush()
     except Exception:
         pass
+    # Give the launcher a moment to forward the message: an abort that comes first can make
+    # it drop what is still in the pipe.
+    time.sleep(_ABORT_DELAY)
     MPI.COMM_WORLD.Abort(code)
 
 
 _previous_hook = sys.excepthook
+_previous_thread_hook = threading.excepthook
+_real_exit = sys.exit
+_exit_request: tuple[object, str] | None = None
 _installed = False
 
 
@@ -155,18 +174,60 @@ def _abort_hook(
     )
 
 
-def install_abort_handler() -> None:
-    """Make an uncaught exception or Ctrl-C on any rank abort the whole job.
+def _thread_hook(args: Any) -> None:
+    """An uncaught exception in a thread other than the main one: a rank-tagged traceback."""
+    if world.Get_size() == 1 or args.exc_type is SystemExit:
+        _previous_thread_hook(args)
+        return
+    rank = world.Get_rank()
+    name = args.thread.name if args.thread is not None else "unknown"
+    value = args.exc_value if args.exc_value is not None else args.exc_type()
+    text = (f"[rank {rank}] Exception in thread {name} (the thread ends, the job goes on):\n"
+            + _format_exception(args.exc_type, value, args.exc_traceback, rank))
+    with contextlib.suppress(Exception):
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
-    Without this, a rank that dies leaves the others blocked forever in their next collective.
-    Installed on ``import mpiflow``; a no-op at world size 1, where the previous hook runs.
+
+def _recording_exit(status: object = None) -> NoReturn:
+    """``sys.exit``, remembering the status and the caller for the other ranks' watchdogs."""
+    global _exit_request
+    caller = sys._getframe(1)
+    _exit_request = (status, f"{caller.f_code.co_filename}:{caller.f_lineno} in "
+                             f"{caller.f_code.co_name}")
+    _real_exit(status)  # type: ignore[arg-type]  # sys.exit takes any object
+
+
+def exit_description() -> str:
+    """How this process is ending, for the ranks that outlive it: ``sys.exit(0) at x.py:3``."""
+    if _exit_request is None:
+        return "its program ended or raised SystemExit"
+    status, where = _exit_request
+    return f"sys.exit({status!r}) at {where}"
+
+
+def install_abort_handler() -> None:
+    """Make a failure on any rank end the whole job instead of leaving the others waiting.
+
+    With more than one rank: an uncaught exception or Ctrl-C aborts the job (MPI_Abort) with a
+    rank-tagged traceback; an uncaught exception in a non-main thread prints a rank-tagged
+    traceback (the thread ends, the job goes on); ``sys.exit`` is remembered for the exit
+    notice; the collective watchdog starts (``MPIFLOW_TIMEOUT``). Installed on
+    ``import mpiflow``, collectively; with one rank the previous hooks run unchanged.
     """
-    global _installed, _previous_hook
+    global _installed, _previous_hook, _previous_thread_hook
     if _installed:
         return
     _previous_hook = sys.excepthook
     sys.excepthook = _abort_hook
+    _previous_thread_hook = threading.excepthook
+    threading.excepthook = _thread_hook
+    if world.Get_size() > 1:
+        setattr(sys, "exit", _recording_exit)  # noqa: B010 - sys.exit is typed as a function
     _installed = True
+    from .communication import watchdog
+
+    watchdog.start()
 
 
 world: MPI.Comm = MPI.COMM_WORLD

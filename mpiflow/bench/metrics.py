@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = [
     "ALL_REDUCE_FACTOR",
@@ -25,10 +25,12 @@ __all__ = [
     "Layout",
     "Row",
     "Summary",
+    "Timings",
     "bandwidth",
     "chunked_layout",
     "combine",
     "gather_layout",
+    "paired_ratio",
     "scatter_layout",
     "summarize",
     "whole_layout",
@@ -252,3 +254,52 @@ def summarize(op: str, rows: Sequence[Row], goals: Sequence[Goal] = GOALS) -> Su
     large = _worst([r for r in rows if r.size >= LARGE_BYTES])
     checks = tuple(GoalCheck(g, _worst([r for r in rows if g.applies(r.size)])) for g in goals)
     return Summary(op, small, large, checks)
+
+
+def paired_ratio(num: Sequence[float], den: Sequence[float]) -> float:
+    """The median over rounds of ``num[r] / den[r]``: two sides timed back to back in each round.
+
+    Raises:
+        ValueError: no rounds, or a different number of rounds on the two sides.
+    """
+    if not num or len(num) != len(den):
+        raise ValueError(f"need the same number (> 0) of rounds, got {len(num)} and {len(den)}")
+    pairs = [n / d if d > 0 else float("inf") for n, d in zip(num, den, strict=True)]
+    return float(statistics.median(pairs))
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Several sides of one comparison, timed in the same rounds (the suites beyond OSU's).
+
+    Attributes:
+        sides: the sides' names, e.g. ``("mpiflow", "raw")``.
+        batches: per side (in the order of ``sides``), per round, the max over ranks of the
+            average seconds per call of that round's batch.
+        stat: how a side's rounds give its time (``"min"`` or ``"median"``).
+    """
+
+    sides: tuple[str, ...]
+    batches: tuple[tuple[float, ...], ...]
+    stat: str = "min"
+
+    def __post_init__(self) -> None:
+        if len(self.sides) != len(self.batches):
+            raise ValueError(f"{len(self.sides)} sides but {len(self.batches)} series of times")
+
+    def of(self, side: str) -> tuple[float, ...]:
+        """The per-round times of ``side``."""
+        return self.batches[self.sides.index(side)]
+
+    def time(self, side: str) -> float:
+        """Seconds per call of ``side``: the ``stat`` of its rounds."""
+        return combine(self.of(side), self.stat)
+
+    def ratio(self, side: str, base: str) -> float:
+        """``side``'s time over ``base``'s, paired by round (see :func:`paired_ratio`)."""
+        return paired_ratio(self.of(side), self.of(base))
+
+    def to_json(self) -> dict[str, Any]:
+        """Each side's time and its batches, in microseconds."""
+        return {side: {"time_us": self.time(side) * 1e6,
+                       "batches_us": [t * 1e6 for t in self.of(side)]} for side in self.sides}

@@ -9,12 +9,18 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "CHECKPOINT_BYTES",
+    "GRAD_RANGES",
+    "GRAD_TENSORS",
     "KNEE_BYTES",
+    "REDIST_SIZES",
+    "SUITES",
     "Settings",
     "format_bytes",
     "iterations",
     "message_sizes",
     "parse_bytes",
+    "parse_range",
 ]
 
 # Above this size the iteration count falls in proportion to the size, so that every timed
@@ -105,20 +111,59 @@ def iterations(nbytes: int, base: int, floor: int = 1, knee: int = KNEE_BYTES) -
     return min(base, max(floor, base * knee // nbytes))
 
 
+SUITES = ("osu", "redistribution", "grad_sync", "ddp", "checkpoint", "watchdog")
+"""The tables a run can print, in the order they run (``--suite``)."""
+
+# The defaults of the suites beyond OSU's (the issues' sizes).
+REDIST_SIZES = (1 << 20, 64 << 20)
+GRAD_TENSORS = 100
+GRAD_RANGES = ((1 << 10, 1 << 20), (256, 4096))  # elements: the goal's model, then a small one
+CHECKPOINT_BYTES = 256 << 20
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    """Read an element range ``LO:HI`` such as ``1K:1M`` (K = 1024, as :func:`parse_bytes`).
+
+    Raises:
+        ValueError: not two counts separated by ``:``, or not ``0 < LO <= HI``.
+    """
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise ValueError(f"not a range: {text!r} (use e.g. 1K:1M)")
+    lo, hi = (parse_bytes(p) for p in parts)
+    if not 0 < lo <= hi:
+        raise ValueError(f"need 0 < LO <= HI in {text!r}")
+    return lo, hi
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything that decides what a run measures; the command line fills it in.
 
     Attributes:
-        ops: the benchmark cases to run, by name, in order.
-        sizes: the message sizes in bytes.
+        ops: the OSU cases to run, by name, in order.
+        sizes: the OSU message sizes in bytes.
         iters: timed iterations per batch for small messages (see :func:`iterations`).
         warmup: warm-up iterations per side and size for small messages.
-        rounds: timed batches per side and size, mpiflow and raw alternating.
+        rounds: timed batches per side and size, the sides alternating.
         stat: how the batches of a side are summarized: ``"min"`` or ``"median"``.
-        dtype: the numpy dtype name of the buffers.
-        device: where the buffers live (only ``"cpu"`` so far).
+        dtype: the numpy dtype name of the buffers (OSU cases).
+        device: where the buffers live: ``"cpu"`` or ``"cuda"`` (OSU cases only).
         min_iters: the least timed iterations of a batch for the largest messages.
+        suites: the tables to produce, from :data:`SUITES`, in order.
+        redist_sizes: the tensor sizes in bytes of the redistribution suite.
+        grad_tensors: parameter tensors of each gradient-sync model.
+        grad_ranges: per gradient-sync model, its least and largest tensor in elements
+            (float32, log-spaced in between).
+        grad_fuse_bytes: the gradient sync's ``fused_small`` side packs the tensors smaller
+            than this and all-reduces the others in place.
+        ddp_layers: Linear layers of the DDP model.
+        ddp_width: their input and output features.
+        ddp_batch: the batch of each DDP step (rows per rank).
+        ddp_bucket_mb: the bucket size of the overlapped DDP side (DDP's default: 25).
+        checkpoint_bytes: the checkpointed tensor's size.
+        checkpoint_dir: where the checkpoint suite writes (None: a temporary directory).
+        checkpoint_repeat: timed runs per checkpoint side (the best is kept).
     """
 
     ops: tuple[str, ...]
@@ -130,6 +175,18 @@ class Settings:
     dtype: str = "float32"
     device: str = "cpu"
     min_iters: int = 10
+    suites: tuple[str, ...] = ("osu",)
+    redist_sizes: tuple[int, ...] = REDIST_SIZES
+    grad_tensors: int = GRAD_TENSORS
+    grad_ranges: tuple[tuple[int, int], ...] = GRAD_RANGES
+    grad_fuse_bytes: int = 256 << 10
+    ddp_layers: int = 8
+    ddp_width: int = 1024
+    ddp_batch: int = 32
+    ddp_bucket_mb: float = 25.0
+    checkpoint_bytes: int = CHECKPOINT_BYTES
+    checkpoint_dir: str | None = None
+    checkpoint_repeat: int = 3
 
     def timed_iterations(self, nbytes: int) -> int:
         """Timed iterations of one batch at ``nbytes``."""

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .metrics import GOALS, LARGE_BYTES, GoalCheck, Row, Summary, summarize
 from .plan import format_bytes
 
-__all__ = ["format_header", "format_summary", "format_table", "results_json", "table_rows"]
+if TYPE_CHECKING:
+    from .redistribution import RedistRow
+    from .training import DDPResult, GradSyncResult
+
+__all__ = [
+    "approx_bytes",
+    "format_checkpoint",
+    "format_count",
+    "format_ddp",
+    "format_grad_sync",
+    "format_grid",
+    "format_header",
+    "format_redistribution",
+    "format_summary",
+    "format_table",
+    "format_watchdog",
+    "results_json",
+    "table_rows",
+]
 
 _COLUMNS = ("size", "iters", "mpiflow us", "algbw", "busbw", "raw us", "algbw", "busbw",
             "ratio", "goal")
@@ -153,9 +171,15 @@ def _row_json(row: Row) -> dict[str, Any]:
     }
 
 
-def results_json(meta: Mapping[str, Any], results: Mapping[str, Sequence[Row]]
-                 ) -> dict[str, Any]:
-    """Everything about a run as JSON-ready data: the header, every row and the summaries."""
+def results_json(meta: Mapping[str, Any], results: Mapping[str, Sequence[Row]],
+                 suites: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything about a run as JSON-ready data: the header, every row and the summaries.
+
+    Args:
+        meta: what the run ran on (:func:`.runner.describe_run`).
+        results: the OSU rows by case name.
+        suites: the other suites' JSON-ready results by suite name (a ``"suites"`` key).
+    """
     summary = {}
     for op, rows in results.items():
         s = summarize(op, rows)
@@ -168,8 +192,208 @@ def results_json(meta: Mapping[str, Any], results: Mapping[str, Sequence[Row]]
                        "worst_ratio": None if c.worst is None else c.worst.ratio,
                        "met": c.met} for c in s.goals],
         }
-    return {
+    out = {
         "meta": dict(meta),
         "results": {op: [_row_json(r) for r in rows] for op, rows in results.items()},
         "summary": summary,
     }
+    if suites:
+        out["suites"] = dict(suites)
+    return out
+
+
+# -- the suites beyond OSU's ------------------------------------------------------------------
+
+def approx_bytes(nbytes: int) -> str:
+    """A byte count in its largest unit: exact when whole (``1 MiB``), else to 3 decimals
+    (``1.005 MiB``, ``32.031 MiB``)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            if nbytes % scale == 0:
+                return f"{nbytes // scale} {unit}"
+            return f"{nbytes / scale:.3f} {unit}"
+    return f"{nbytes} B"
+
+
+def format_count(n: int) -> str:
+    """An element count compactly: ``256``, ``1Ki``, ``64Ki``, ``1Mi``, ``1000`` (exact only)."""
+    for unit, scale in (("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def format_grid(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool],
+                markdown: bool = False) -> list[str]:
+    """A table's lines: plain text, columns aligned, or Markdown.
+
+    Args:
+        header: the column titles.
+        rows: the cells, one list of strings per row.
+        right: per column, whether it is right-aligned.
+        markdown: write a Markdown table.
+    """
+    cells = [list(header), *[list(r) for r in rows]]
+    if markdown:
+        rule = ["---:" if r else ":---" for r in right]
+        return ["| " + " | ".join(row) + " |" for row in (cells[0], rule, *cells[1:])]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return ["  ".join(c.rjust(w) if r else c.ljust(w)
+                      for c, w, r in zip(row, widths, right, strict=True)).rstrip()
+            for row in cells]
+
+
+def _heading(title: str, lines: Sequence[str], markdown: bool) -> list[str]:
+    if markdown:
+        return [f"### {title}", "", *lines, ""]
+    return [f"== {title}", *(f"   {line}" for line in lines)]
+
+
+def _ops(collectives: Sequence[tuple[str, int]]) -> str:
+    return ", ".join(f"{name} x{n}" for name, n in collectives) or "none"
+
+
+def format_redistribution(rows: Sequence[RedistRow], markdown: bool = False) -> str:
+    """The redistribution table: per conversion and shape, mpiflow, raw, ratio, collectives."""
+    nranks = rows[0].nranks if rows else 0
+    head = _heading("redistribution", [
+        f"mpiflow `x.to_global(sbp=dst)` on a float32 global tensor of a 1-D placement of "
+        f"{nranks} rank(s) vs the one raw mpi4py collective doing the same job on buffers "
+        "allocated once; size: the whole tensor; GB/s: size / time; ratio: mpiflow / raw "
+        "(paired); collectives: what one mpiflow conversion issued (count_collectives)"],
+        markdown)
+    header = ["conversion", "shape", "size", "iters", "mpiflow us", "GB/s", "raw call",
+              "raw us", "GB/s", "ratio", "mpiflow collectives"]
+    right = [False, False, True, True, True, True, False, True, True, True, False]
+    cells = [[r.conversion, f"{r.shape[0]}x{r.shape[1]}", approx_bytes(r.nbytes), str(r.iters),
+              f"{r.timings.time('mpiflow') * 1e6:.1f}", f"{r.gbps('mpiflow'):.2f}", r.raw_call,
+              f"{r.timings.time('raw') * 1e6:.1f}", f"{r.gbps('raw'):.2f}", f"{r.ratio:.3f}",
+              _ops(r.collectives)] for r in rows]
+    lines = [*head, *format_grid(header, cells, right, markdown)]
+    if rows:
+        worst = max(rows, key=lambda r: r.ratio)
+        single = all(r.collective_count == 1 for r in rows)
+        lines += ["",
+                  f"summary redistribution: worst mpiflow/raw {worst.ratio:.3f} "
+                  f"({worst.conversion} {worst.shape[0]}x{worst.shape[1]}); one collective per "
+                  f"conversion: {'yes' if single else 'NO'}"]
+    return "\n".join(lines).rstrip()
+
+
+_GRAD_NAMES = {"packed": "dist.sync_gradients(model, average=False)",
+               "fused_small": "the tensors below {fuse} packed as sync_gradients packs them, the "
+                              "others all-reduced in place",
+               "per_tensor": "dist.all_reduce(p.grad) per parameter",
+               "raw_per_tensor": "comm.Allreduce(IN_PLACE, g, SUM) per parameter"}
+
+
+def _goal_text(result: GradSyncResult) -> str:
+    met = result.goal_met
+    if met is None:
+        return "n/a" if not result.is_goal_model else f"judged at 4 ranks (here {result.nranks})"
+    return "met" if met else "MISSED"
+
+
+def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) -> str:
+    """The gradient-sync table: per model, the sides' times and the packed speedups."""
+    from .training import GRAD_SYNC_GOAL
+
+    nranks = results[0].nranks if results else 0
+    fuse = approx_bytes(results[0].fuse_bytes if results else 256 << 10)
+    head = _heading("grad_sync", [
+        f"summing the float32 gradients of a model over {nranks} rank(s): "
+        + "; ".join(f"{k}: `{v}`" if k != "fused_small" else f"{k}: {v.format(fuse=fuse)}"
+                    for k, v in _GRAD_NAMES.items())
+        + "; speedup: per_tensor time / packed (or fused_small) time, paired by round; "
+          f"goal: sync_gradients >= {GRAD_SYNC_GOAL:g}x faster than per_tensor at 4 ranks, for "
+          "100 tensors of 1 Ki..1 Mi elements"], markdown)
+    header = ["model", "total", "iters", "packed ms", "fused_small ms", "per_tensor ms",
+              "raw_per_tensor ms", "speedup packed", "speedup fused_small",
+              "speedup packed vs raw", "calls packed/fused/per_tensor", "goal"]
+    right = [False, True, True, True, True, True, True, True, True, True, True, False]
+    cells = []
+    for r in results:
+        t = r.timings
+        cells.append([f"{r.tensors} tensors, {format_count(r.lo)}..{format_count(r.hi)} elements",
+                      approx_bytes(r.nbytes), str(r.iters),
+                      *(f"{t.time(s) * 1e3:.3f}" for s in t.sides),
+                      f"{r.speedup:.2f}x", f"{r.fused_speedup:.2f}x",
+                      f"{r.raw_speedup:.2f}x",
+                      f"{r.calls('packed')}/{r.calls('fused_small')}/{r.calls('per_tensor')}",
+                      _goal_text(r)])
+    lines = [*head, *format_grid(header, cells, right, markdown)]
+    for r in results:
+        if r.is_goal_model:
+            lines += ["", f"summary grad_sync: sync_gradients {r.speedup:.2f}x as fast as "
+                          f"per-parameter all_reduce at {r.nranks} rank(s) (fused_small: "
+                          f"{r.fused_speedup:.2f}x); goal >= {GRAD_SYNC_GOAL:g}x at 4 "
+                          f"ranks: {_goal_text(r)}"]
+    return "\n".join(lines)
+
+
+_DDP_NAMES = {"ddp": "DistributedDataParallel, buckets all-reduced during backward",
+              "ddp_one_bucket": "DistributedDataParallel, one bucket (all-reduced after "
+                                "backward: no overlap)",
+              "sync_after": "no DDP: backward, then dist.sync_gradients(model)",
+              "local": "no communication (the same step on one rank's data)"}
+
+
+def format_ddp(result: DDPResult, markdown: bool = False) -> str:
+    """The DDP table: one training step four ways, and what the overlap gains."""
+    r, t = result, result.timings
+    head = _heading("ddp", [
+        f"one training step (zero_grad, forward, backward, SGD step) of {r.layers} x "
+        f"Linear({r.width}, {r.width}) with ReLU between, batch {r.batch} per rank, "
+        f"{r.nranks} rank(s); parameters {approx_bytes(r.param_bytes)}; the ddp side has "
+        f"bucket_size_mb={r.bucket_mb:g} ({r.buckets} bucket(s)); {r.iters} steps per batch"],
+        markdown)
+    header = ["side", "what", "ms per step", "vs local"]
+    right = [False, False, True, True]
+    cells = [[s, _DDP_NAMES.get(s, s), f"{t.time(s) * 1e3:.2f}", f"{t.ratio(s, 'local'):.3f}"]
+             for s in t.sides]
+    hidden = r.hidden_fraction
+    lines = [*head, *format_grid(header, cells, right, markdown), "",
+             f"summary ddp: communication without overlap {r.comm_exposed * 1e3:.2f} ms per step "
+             f"(ddp_one_bucket - local); overlap saves {r.overlap_saved * 1e3:.2f} ms"
+             + ("" if hidden is None else f" ({100 * hidden:.0f}% of it)")
+             + f"; ddp_one_bucket / ddp = {r.overlap_speedup:.3f} (paired)"]
+    return "\n".join(lines)
+
+
+def format_checkpoint(result: Mapping[str, Any], markdown: bool = False) -> str:
+    """The checkpoint table (a :func:`.checkpoint.run_checkpoint_bench` result)."""
+    head = _heading("checkpoint", [
+        f"a float32 tensor of {approx_bytes(result['bytes'])} split by rows over "
+        f"{result['ranks']} rank(s): mpiflow.io.save/load (parallel) vs rank 0 gathering it "
+        "and calling numpy.save (then numpy.load and a scatter); files fsynced; best of the "
+        "timed runs, slowest rank"], markdown)
+    names = {"parallel_save": "mpiflow.io.save", "gather_save": "gather + numpy.save",
+             "parallel_load": "mpiflow.io.load", "load_scatter": "numpy.load + scatter"}
+    cells = [[side, names.get(side, side), f"{seconds:.4f}", f"{result['GBps'][side]:.3f}"]
+             for side, seconds in result["seconds"].items()]
+    lines = [*head, *format_grid(["side", "what", "seconds", "GB/s"], cells,
+                                 [False, False, True, True], markdown), "",
+             f"summary checkpoint: parallel / gathered: save x{result['speedup']['save']:.2f}, "
+             f"load x{result['speedup']['load']:.2f}"]
+    return "\n".join(lines)
+
+
+def format_watchdog(result: Mapping[str, Any], markdown: bool = False) -> str:
+    """The watchdog table (a :func:`.watchdog.measure_watchdog_overhead` result)."""
+    head = _heading("watchdog", [
+        f"all_reduce of {result['bytes']} B on {result['ranks']} rank(s): raw mpi4py, "
+        "mpiflow with the collective watchdog on and off; best of "
+        f"{result['rounds']} rounds of {result['iters']} calls, slowest rank"], markdown)
+    cells = [["raw", "comm.Allreduce(IN_PLACE, buf, SUM)", f"{result['raw_us']:.3f}", "1.000"],
+             ["on", "dist.all_reduce(buf), watchdog on", f"{result['on_us']:.3f}",
+              f"{result['on_vs_raw']:.3f}"],
+             ["off", "dist.all_reduce(buf), watchdog off", f"{result['off_us']:.3f}",
+              f"{result['off_vs_raw']:.3f}"]]
+    from .watchdog import GOAL
+
+    met = "met" if result["goal_met"] else "MISSED"
+    lines = [*head, *format_grid(["side", "what", "us", "vs raw"], cells,
+                                 [False, False, True, True], markdown), "",
+             f"summary watchdog: overhead on/off - 1 = {100 * result['overhead']:+.1f}%; "
+             f"goal <= {100 * GOAL:g}% at 8 B on 2 ranks: {met}"]
+    return "\n".join(lines)

@@ -20,21 +20,32 @@ from mpi4py import MPI
 
 from .._version import __version__
 from ..communication.group import world_comm
+from . import cuda_cases
 from .cases import BenchCase, Context, select
 from .metrics import Row
 from .plan import KNEE_BYTES, Settings
 
-__all__ = ["describe_run", "make_context", "measure", "measure_sizes", "run", "time_batch"]
+__all__ = ["describe_run", "make_context", "measure", "measure_interleaved", "measure_sizes", "run",
+           "time_batch"]
 
 
 def make_context(dtype: str = "float32", device: str = "cpu") -> Context:
-    """The context of mpiflow's world: its mpi4py communicator, numpy and the dtype.
+    """The context of mpiflow's world: its mpi4py communicator, the array module and the dtype.
+
+    Args:
+        dtype: the buffers' numpy dtype name.
+        device: ``"cpu"`` (numpy buffers) or ``"cuda"`` (CuPy buffers on this rank's device,
+            see :mod:`.cuda_cases`).
 
     Raises:
-        ValueError: a device other than ``"cpu"``.
+        CudaUnavailableError: ``device="cuda"`` where CuPy or a CUDA device is missing (the
+            message says which).
+        ValueError: another device.
     """
+    if device == "cuda":
+        return cuda_cases.make_context(dtype)
     if device != "cpu":
-        raise ValueError(f"device {device!r} is not supported yet (only 'cpu')")
+        raise ValueError(f"device {device!r} is not supported (choose 'cpu' or 'cuda')")
     return Context(world_comm.mpi_comm, world_comm.rank, world_comm.size, numpy,
                    numpy.dtype(dtype), device)
 
@@ -64,17 +75,54 @@ def _warm(call: Callable[[], Any], iters: int) -> None:
         call()
 
 
+def measure_interleaved(groups: Sequence[Sequence[Callable[[], Any]]], iters: Sequence[int],
+                        warmup: Sequence[int], rounds: int, timer: Any) -> numpy.ndarray:
+    """Time the sides of several groups in interleaved rounds; the max over ranks (collective).
+
+    A group is the calls that do one job in different ways (mpiflow and raw mpi4py, or more
+    sides). Every side first warms up (``warmup[g]`` calls). Then come ``rounds`` rounds; a round
+    visits every group in turn and there runs one untimed call of each side (the other groups
+    ran since and evicted its buffers from the caches), then times one batch of ``iters[g]``
+    calls of each side back to back, rotating from round to round which side goes first (with
+    two sides: alternating). The rounds of a group are so spread over the whole measurement: a
+    burst of load from elsewhere on the machine spoils a few of them, which the minimum (times)
+    and the median (paired ratios) then discard. After the last round one ``Allreduce(MAX)`` on
+    ``timer`` turns every batch's per-rank average into its max over ranks (OSU's rule).
+
+    Args:
+        groups: per group, its sides' zero-argument calls (the same number in every group).
+        iters: per group, timed calls per batch (>= 1).
+        warmup: per group, warm-up calls per side.
+        rounds: timed batches per side and group.
+        timer: the mpi4py communicator for the barriers and the reduction.
+
+    Returns:
+        Seconds per call, shaped ``(groups, rounds, sides)``, identical on every rank.
+    """
+    nsides = len(groups[0]) if groups else 0
+    if any(len(g) != nsides for g in groups):
+        raise ValueError("every group needs the same number of sides")
+    for calls, count in zip(groups, warmup, strict=True):
+        for call in calls:
+            _warm(call, count)
+    times = numpy.zeros((len(groups), rounds, nsides))
+    for r in range(rounds):
+        order = [(r + k) % nsides for k in range(nsides)]
+        for i, calls in enumerate(groups):
+            for call in calls:
+                call()
+            for side in order:
+                times[i, r, side] = time_batch(calls[side], iters[i], timer.Barrier)
+    timer.Allreduce(MPI.IN_PLACE, times, MPI.MAX)
+    return times
+
+
 def measure_sizes(case: BenchCase, ctx: Context, sizes: Sequence[int], settings: Settings,
                   timer: Any) -> list[Row]:
     """Measure one case at several requested sizes, mpiflow and raw mpi4py interleaved.
 
-    The buffers of every size are built first and both sides warm up at each size. Then come
-    ``settings.rounds`` rounds; a round times, at every size in turn, one batch of each side
-    back to back (after one untimed call of each, to warm the caches again), alternating which
-    side goes first from round to round. The rounds of one size are so spread over the whole
-    case: a burst of load from elsewhere on the machine spoils a few of them, which the minimum
-    (times) and the median (ratio) then discard. Each batch's per-rank average is reduced to
-    its max over ranks (OSU's rule) on ``timer`` after the last round.
+    The buffers of every size are built first; :func:`measure_interleaved` then times the two
+    sides at every size in ``settings.rounds`` rounds (each size is one group).
 
     Args:
         case: the benchmark case.
@@ -93,22 +141,8 @@ def measure_sizes(case: BenchCase, ctx: Context, sizes: Sequence[int], settings:
         sides.append((prepared.mpiflow, prepared.raw))
     iters = [settings.timed_iterations(layout.nbytes) for layout in layouts]
     warmup = [settings.warmup_iterations(layout.nbytes) for layout in layouts]
-    for pair, count in zip(sides, warmup, strict=True):
-        for call in pair:
-            _warm(call, count)
-    times = numpy.zeros((len(sizes), settings.rounds, 2))
-    for r in range(settings.rounds):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
-        for i, pair in enumerate(sides):
-            # The other sizes ran since this one's last batch and evicted its buffers from the
-            # caches: one untimed call per side warms them again, so that the side that goes
-            # first pays no more than the other.
-            for call in pair:
-                call()
-            for side in order:
-                times[i, r, side] = time_batch(pair[side], iters[i], timer.Barrier)
+    times = measure_interleaved(sides, iters, warmup, settings.rounds, timer)
     times /= case.ops_per_call
-    timer.Allreduce(MPI.IN_PLACE, times, MPI.MAX)
     factor = case.bus_factor(ctx.nranks)
     return [Row(case.name, size, layout.nbytes, iters[i], warmup[i], ctx.nranks, factor,
                 tuple(times[i, :, 0].tolist()), tuple(times[i, :, 1].tolist()), settings.stat)
@@ -166,6 +200,7 @@ def describe_run(settings: Settings) -> dict[str, Any]:
         "ranks": world_comm.size,
         "dtype": settings.dtype,
         "device": settings.device,
+        "suites": list(settings.suites),
         "ops": list(settings.ops),
         "sizes": list(settings.sizes),
         "iters": settings.iters,

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .reduce_op import ReduceOp
+from .watchdog import NEXT as _next
+from .watchdog import STATE as _state
 
 __all__ = ["Communicator", "Work"]
 
@@ -29,7 +31,7 @@ class Work:
         True
     """
 
-    __slots__ = ("_done", "_finalize", "_keep", "_requests", "_test_all", "_wait_all")
+    __slots__ = ("_done", "_finalize", "_keep", "_requests", "_test_all", "_wait_all", "what")
 
     def __init__(
         self,
@@ -44,6 +46,7 @@ class Work:
         self._keep = keep  # buffers that must outlive the operation
         self._wait_all = wait_all
         self._test_all = test_all
+        self.what: Any = None  # what started it, for the watchdog's report
         self._done = not self._requests
         if self._done:
             self._finish()
@@ -92,6 +95,7 @@ class Work:
             return True
         if timeout is None:
             assert self._wait_all is not None
+            _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
             self._wait_all(self._requests)
             self._finish()
             return True

@@ -21,11 +21,19 @@ from mpi4py import MPI
 from .communicator import Array, Communicator, Work
 from .datatypes import reduce_plan
 from .reduce_op import ReduceOp
+from .watchdog import NEXT as _next
+from .watchdog import STATE as _state
 
 __all__ = ["MPICommunicator"]
 
 _IN_PLACE = MPI.IN_PLACE
 _ndarray = numpy.ndarray
+# What mpi4py raises for a dtype it cannot map to an MPI datatype (object, str, datetime...).
+_UNMAPPABLE = (KeyError, BufferError)
+
+
+def _unmappable(exc: Exception) -> TypeError:
+    return TypeError(f"collectives move arrays of numeric or bool dtypes only ({exc})")
 
 
 def _device_route(comm: MPICommunicator, *bufs: Any) -> Communicator | None:
@@ -95,6 +103,16 @@ class MPICommunicator(Communicator):
         >>> c.all_reduce(x)   # x is now world_size everywhere
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> MPICommunicator:
+        # MPIFLOW_DEBUG=1: every communicator checks each collective's arguments across ranks
+        # first (.debug_mode); the class is chosen here so that the plain one pays nothing.
+        if cls is MPICommunicator:
+            from . import debug_mode
+
+            if debug_mode.enabled():
+                cls = debug_mode.DebugMPICommunicator
+        return super().__new__(cls)
+
     def __init__(self, comm: MPI.Comm | None = None) -> None:
         self.mpi_comm: MPI.Comm = MPI.COMM_WORLD if comm is None else comm
         self.rank = self.mpi_comm.Get_rank()
@@ -145,8 +163,17 @@ class MPICommunicator(Communicator):
              async_op: bool, finalize: Callable[[], None] | None, keep: Any = None
              ) -> Work | None:
         if async_op:
-            return Work([start()], finalize, keep, _wait_all, _test_all)
-        blocking()
+            try:
+                work = Work([start()], finalize, keep, _wait_all, _test_all)
+            except _UNMAPPABLE as exc:
+                raise _unmappable(exc) from None
+            work.what = start  # what the watchdog names when a wait() hangs
+            return work
+        _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+        try:
+            blocking()
+        except _UNMAPPABLE as exc:
+            raise _unmappable(exc) from None
         if finalize is not None:
             finalize()
         return None
@@ -174,6 +201,7 @@ class MPICommunicator(Communicator):
             if native is not None and buf.flags.c_contiguous:
                 mpi_op = native.get(buf.dtype)
                 if mpi_op is not None:
+                    _state.seq = _next[_state.seq]  # the watchdog's mark: a new call
                     self._allreduce(_IN_PLACE, buf, mpi_op)
                     return None
         plan = reduce_plan(buf.dtype, op)
@@ -376,7 +404,11 @@ class MPICommunicator(Communicator):
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
         dst, write_back = _writable(buf, keep_contents=False)
         status = MPI.Status()
-        self.mpi_comm.Recv(dst, source, tag, status)
+        _state.seq = _next[_state.seq]
+        try:
+            self.mpi_comm.Recv(dst, source, tag, status)
+        except _UNMAPPABLE as exc:
+            raise _unmappable(exc) from None
         if write_back is not None:
             write_back()
         return int(status.Get_source())
@@ -386,8 +418,13 @@ class MPICommunicator(Communicator):
             return dev.irecv(buf, src, tag)
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
         dst, write_back = _writable(buf, keep_contents=False)
-        request = self.mpi_comm.Irecv(dst, source, tag)
-        return Work([request], write_back, dst, _wait_all, _test_all)
+        try:
+            request = self.mpi_comm.Irecv(dst, source, tag)
+        except _UNMAPPABLE as exc:
+            raise _unmappable(exc) from None
+        work = Work([request], write_back, dst, _wait_all, _test_all)
+        work.what = ("recv", self.mpi_comm, source)
+        return work
 
     # -- groups --------------------------------------------------------------------------------
     def split(self, ranks: Sequence[int]) -> MPICommunicator | None:
@@ -395,6 +432,7 @@ class MPICommunicator(Communicator):
         if len(set(members)) != len(members) or not members:
             raise ValueError(f"group ranks must be distinct and non-empty, got {list(ranks)}")
         group = self.mpi_comm.Get_group().Incl(members)
+        _state.seq = _next[_state.seq]
         try:
             comm = self.mpi_comm.Create(group)
         finally:
@@ -404,5 +442,6 @@ class MPICommunicator(Communicator):
     def split_by_color(self, color: int | None, key: int = 0) -> MPICommunicator | None:
         if color is not None and (isinstance(color, bool) or int(color) < 0):
             raise ValueError(f"color must be a non-negative int or None, got {color!r}")
+        _state.seq = _next[_state.seq]
         comm = self.mpi_comm.Split(MPI.UNDEFINED if color is None else int(color), int(key))
         return None if comm == MPI.COMM_NULL else MPICommunicator(comm)

@@ -1,0 +1,112 @@
+"""The suites of ``python -m mpiflow.bench`` beyond the OSU tables, by name (``--suite``).
+
+A suite is a collective ``run(settings)`` returning its results, and pure ``format`` (plain or
+Markdown) and ``to_json`` functions of them. The OSU suite (``osu``: the cases of
+:mod:`.cases`) is run by :func:`.runner.run` and printed case by case; the others are here:
+
+* ``redistribution``: :mod:`.redistribution` (global tensor layout conversions);
+* ``grad_sync`` and ``ddp``: :mod:`.training` (gradient sync, the DDP step);
+* ``checkpoint``: :func:`.checkpoint.run_checkpoint_bench` (parallel save/load);
+* ``watchdog``: :func:`.watchdog.measure_watchdog_overhead` (the collective watchdog's cost on
+  an 8-byte all-reduce; imported only when it runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .plan import SUITES, Settings
+from .report import (
+    format_checkpoint,
+    format_ddp,
+    format_grad_sync,
+    format_redistribution,
+    format_watchdog,
+)
+
+__all__ = ["SUITE_RUNNERS", "Suite", "expand_suites", "run_suite"]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One table of the command line beyond OSU's.
+
+    Attributes:
+        name: the name ``--suite`` selects it by.
+        run: measures it (collective), returning its results.
+        format: ``(results, markdown) -> str``, its table and summary lines.
+        to_json: ``results -> data`` for the ``--json`` file.
+    """
+
+    name: str
+    run: Callable[[Settings], Any]
+    format: Callable[[Any, bool], str]
+    to_json: Callable[[Any], Any]
+
+
+def _run_redistribution(settings: Settings) -> Any:
+    from .redistribution import run_redistribution
+
+    return run_redistribution(settings)
+
+
+def _run_grad_sync(settings: Settings) -> Any:
+    from .training import run_grad_sync
+
+    return run_grad_sync(settings)
+
+
+def _run_ddp(settings: Settings) -> Any:
+    from .training import run_ddp
+
+    return run_ddp(settings)
+
+
+def _run_checkpoint(settings: Settings) -> Any:
+    from .checkpoint import run_checkpoint_bench
+
+    return run_checkpoint_bench(settings.checkpoint_bytes, settings.checkpoint_dir,
+                                settings.checkpoint_repeat)
+
+
+def _run_watchdog(settings: Settings) -> Any:
+    from .watchdog import measure_watchdog_overhead
+
+    # 8-byte calls take about a microsecond: 20 times the OSU batch (20000 calls by default).
+    return measure_watchdog_overhead(8, iters=20 * settings.iters, rounds=settings.rounds,
+                                     warmup=20 * settings.warmup)
+
+
+SUITE_RUNNERS: dict[str, Suite] = {s.name: s for s in (
+    Suite("redistribution", _run_redistribution, format_redistribution,
+          lambda rows: [r.to_json() for r in rows]),
+    Suite("grad_sync", _run_grad_sync, format_grad_sync,
+          lambda results: [r.to_json() for r in results]),
+    Suite("ddp", _run_ddp, format_ddp, lambda result: result.to_json()),
+    Suite("checkpoint", _run_checkpoint, format_checkpoint, dict),
+    Suite("watchdog", _run_watchdog, format_watchdog, dict),
+)}
+
+
+def expand_suites(names: Sequence[str]) -> tuple[str, ...]:
+    """The suites to run, in :data:`.plan.SUITES` order, without repeats; ``all``: every one.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    wanted: set[str] = set()
+    for name in names:
+        if name == "all":
+            wanted.update(SUITES)
+        elif name in SUITES:
+            wanted.add(name)
+        else:
+            raise ValueError(f"unknown suite {name!r}; choose from {', '.join(SUITES)} or all")
+    return tuple(s for s in SUITES if s in wanted)
+
+
+def run_suite(name: str, settings: Settings) -> Any:
+    """Run the suite ``name`` (collective; not ``osu``, which :func:`.runner.run` runs)."""
+    return SUITE_RUNNERS[name].run(settings)

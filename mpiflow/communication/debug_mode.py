@@ -1,0 +1,340 @@
+"""``MPIFLOW_DEBUG=1``: ranks compare each collective's arguments before running it.
+
+Ranks that call different collectives, or one collective with different dtypes, shapes,
+reduce ops or roots, deadlock or silently exchange garbage (an all-gather of mismatched
+shapes "succeeds"). In debug mode every communicator is a :class:`DebugMPICommunicator`:
+before each collective, its ranks all-gather a small fixed-size fingerprint (operation,
+call number on this communicator, dtype, shape, element count, reduce op, root, counts, group
+size) on a shadow duplicate of the communicator and compare. On a mismatch *every* rank raises
+the same :class:`CollectiveMismatchError`, naming the ranks and what differs, and the
+collective does not run. ``all_to_all_v`` also checks that what each rank sends matches what
+its peer expects.
+
+It costs one small all-gather per collective, so it is for finding a bug, not for production
+runs; without it the plain :class:`~.mpi.MPICommunicator` pays nothing.
+
+Example:
+    >>> # MPIFLOW_DEBUG=1 mpiexec -n 2 python job.py, where rank 1 passes float64:
+    >>> dist.all_reduce(x)
+    CollectiveMismatchError: ranks called mismatched collectives on the world (ranks 0..1):
+      rank 0: all_reduce(dtype=float32, shape=(4,), op=SUM)
+      rank 1: all_reduce(dtype=float64, shape=(4,), op=SUM)
+      they differ in: dtype
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+from mpi4py import MPI
+
+from .debug import OPERATIONS
+from .mpi import MPICommunicator
+from .reduce_op import ReduceOp
+from .watchdog import NEXT, STATE, describe_group
+
+__all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
+
+
+class CollectiveMismatchError(ValueError):
+    """Ranks called different collectives, or one collective with different arguments.
+
+    Raised on every rank of the communicator (``MPIFLOW_DEBUG=1``), before the collective runs.
+    """
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``MPIFLOW_DEBUG`` asks for debug mode (set and not ``0``)."""
+    value = (os.environ if environ is None else environ).get("MPIFLOW_DEBUG", "").strip()
+    return value not in ("", "0")
+
+
+_MAGIC = 0x6D70_6966_6C6F_77  # "mpiflow": tells a fingerprint from stray data
+_DIMS = 4  # dims sent as they are; longer shapes are compared by hash too
+_OPS = list(ReduceOp)
+# The fields of a fingerprint, in order; each names what differs in the error message.
+_FIELDS = ("magic", "operation", "call number", "dtype", "ndim", *(f"dim {i}" for i in
+           range(_DIMS)), "shape", "element count", "reduce op", "root", "counts", "ranks",
+           "group size")
+_LENGTH = len(_FIELDS)
+_WHAT = {"ndim": "shape", "element count": "shape", **{f"dim {i}": "shape" for i in range(_DIMS)}}
+
+
+def _hash(values: Sequence[int]) -> int:
+    return int(zlib.crc32(numpy.asarray(list(values), dtype=numpy.int64).tobytes()))
+
+
+def _dtype_code(dtype: Any) -> int:
+    if dtype is None:
+        return 0
+    text = numpy.dtype(dtype).str.encode()
+    if len(text) > 8:
+        return -_hash(list(text)) - 1
+    return int(numpy.frombuffer(text.ljust(8, b"\0"), dtype=numpy.int64)[0])
+
+
+def _dtype_name(code: int) -> str:
+    if code == 0:
+        return "none"
+    if code < 0:
+        return f"a dtype of hash {-code - 1}"
+    try:
+        return str(numpy.dtype(numpy.int64(code).tobytes().rstrip(b"\0").decode()))
+    except (TypeError, ValueError, UnicodeDecodeError):
+        return f"dtype code {code}"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What every rank must agree on for one collective call.
+
+    Attributes:
+        dtype: the dtype of the buffers (None: no data).
+        shape: the shape that must match across ranks (None: sizes may differ per rank).
+        op: the reduce op, if any.
+        root: the root rank of this communicator, if any.
+        counts: per-rank counts that every rank must pass alike (the ``_v`` operations).
+        ranks: ranks every rank must pass alike (``split``).
+    """
+
+    dtype: Any = None
+    shape: tuple[int, ...] | None = None
+    op: Any = None
+    root: Any = None
+    counts: tuple[int, ...] | None = None
+    ranks: tuple[int, ...] | None = None
+
+    def encode(self, operation: str, call: int, size: int) -> numpy.ndarray:
+        """The fixed-size int64 row the ranks all-gather."""
+        row = numpy.zeros(_LENGTH, dtype=numpy.int64)
+        row[0], row[1], row[2] = _MAGIC, OPERATIONS.index(operation) + 1, call
+        row[3] = _dtype_code(self.dtype)
+        if self.shape is None:
+            row[4] = -1
+        else:
+            row[4] = len(self.shape)
+            for i, n in enumerate(self.shape[:_DIMS]):
+                row[5 + i] = n
+            row[5 + _DIMS] = _hash(self.shape) if len(self.shape) > _DIMS else 0
+            row[6 + _DIMS] = math.prod(self.shape)
+        row[7 + _DIMS] = _OPS.index(self.op) + 1 if isinstance(self.op, ReduceOp) else \
+            (0 if self.op is None else -1)
+        row[8 + _DIMS] = _as_int(self.root)
+        row[9 + _DIMS] = -1 if self.counts is None else _hash(self.counts)
+        row[10 + _DIMS] = -1 if self.ranks is None else _hash(self.ranks)
+        row[11 + _DIMS] = size
+        return row
+
+
+def _as_int(value: Any) -> int:
+    if value is None:
+        return -1
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return -2
+
+
+def _shape(buf: Any) -> tuple[int, ...] | None:
+    shape = getattr(buf, "shape", None)
+    return None if shape is None else tuple(int(n) for n in shape)
+
+
+def _counts(counts: Any) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(c) for c in counts)
+    except (TypeError, ValueError):
+        return None
+
+
+# What each collective's ranks must agree on, from its arguments (the method's signature).
+_SPECS: dict[str, Callable[..., Fingerprint]] = {
+    "barrier": lambda async_op=False: Fingerprint(),
+    "all_reduce": lambda buf, op=ReduceOp.SUM, async_op=False:
+        Fingerprint(getattr(buf, "dtype", None), _shape(buf), op),
+    "reduce": lambda buf, op, root, async_op=False:
+        Fingerprint(getattr(buf, "dtype", None), _shape(buf), op, root),
+    "broadcast": lambda buf, root, async_op=False:
+        Fingerprint(getattr(buf, "dtype", None), _shape(buf), root=root),
+    "all_gather": lambda send, recv, async_op=False:
+        Fingerprint(getattr(send, "dtype", None), _shape(send)),
+    "all_gather_v": lambda send, recv, counts, async_op=False:
+        Fingerprint(getattr(send, "dtype", None), counts=_counts(counts)),
+    "gather": lambda send, recv, root, async_op=False:
+        Fingerprint(getattr(send, "dtype", None), _shape(send), root=root),
+    "scatter": lambda send, recv, root, async_op=False:
+        Fingerprint(getattr(recv, "dtype", None), _shape(recv), root=root),
+    "reduce_scatter": lambda send, recv, op=ReduceOp.SUM, async_op=False:
+        Fingerprint(getattr(send, "dtype", None), _shape(send), op),
+    "reduce_scatter_v": lambda send, recv, counts, op=ReduceOp.SUM, async_op=False:
+        Fingerprint(getattr(send, "dtype", None), (getattr(send, "size", -1),), op,
+                    counts=_counts(counts)),
+    "all_to_all": lambda send, recv, async_op=False:
+        Fingerprint(getattr(send, "dtype", None), _shape(send)),
+    "all_to_all_v": lambda send, send_counts, recv, recv_counts, async_op=False:
+        Fingerprint(getattr(send, "dtype", None)),
+    "split": lambda ranks: Fingerprint(ranks=_counts(ranks)),
+    "split_by_color": lambda color, key=0: Fingerprint(),
+}
+
+
+def _describe(row: Sequence[int], operation_names: Sequence[str] = OPERATIONS) -> str:
+    """A fingerprint row as a call: ``all_reduce(dtype=float32, shape=(4,), op=SUM)``."""
+    code = int(row[1])
+    name = operation_names[code - 1] if 0 < code <= len(operation_names) else f"op #{code}"
+    parts = []
+    if row[3]:
+        parts.append(f"dtype={_dtype_name(int(row[3]))}")
+    ndim = int(row[4])
+    if ndim >= 0:
+        dims = [str(int(n)) for n in row[5:5 + min(ndim, _DIMS)]]
+        if ndim > _DIMS:
+            dims.append(f"... ({ndim} dims, {int(row[6 + _DIMS])} elements)")
+        parts.append(f"shape=({', '.join(dims)}{',' if ndim == 1 else ''})")
+    op = int(row[7 + _DIMS])
+    if op:
+        parts.append(f"op={_OPS[op - 1].name}" if 0 < op <= len(_OPS) else "op=<not a ReduceOp>")
+    if int(row[8 + _DIMS]) != -1:
+        parts.append(f"root={int(row[8 + _DIMS])}")
+    return f"{name}({', '.join(parts)}) [call {int(row[2])} on this group]"
+
+
+def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
+                     world_size: int) -> str | None:
+    """What differs between the ranks' fingerprint rows, or None when they all agree.
+
+    Args:
+        table: one row per rank of the communicator, in its rank order.
+        world_ranks: the world rank of each row, or None to name communicator ranks.
+        world_size: the world's size (to name the world as such).
+
+    Returns:
+        The message every rank raises, the same on all of them.
+    """
+    rows = [tuple(int(v) for v in row) for row in table]
+    if all(row == rows[0] for row in rows):
+        return None
+    names = list(world_ranks) if world_ranks is not None else list(range(len(rows)))
+    by_row: dict[tuple[int, ...], list[int]] = {}
+    for i, row in enumerate(rows):
+        by_row.setdefault(row, []).append(names[i])
+    differ = []
+    for j, field in enumerate(_FIELDS):
+        if len({row[j] for row in rows}) > 1:
+            what = _WHAT.get(field, field)
+            if what not in differ:
+                differ.append(what)
+    if "operation" in differ:  # then the other arguments differ as a matter of course
+        differ = [d for d in differ if d in ("operation", "call number")]
+    group = describe_group(world_ranks, len(rows), world_size)
+    from .watchdog import _ranks_text
+
+    lines = [f"ranks called mismatched collectives on {group}:"]
+    lines += [f"  {_ranks_text(ranks)}: {_describe(row)}" for row, ranks in by_row.items()]
+    lines.append(f"  they differ in: {', '.join(differ)}")
+    if "call number" in differ:
+        lines.append("  (the call numbers differ: some ranks made more collectives on this group "
+                     "before this one)")
+    lines.append("  (MPIFLOW_DEBUG=1 checked the arguments; the collective did not run)")
+    return "\n".join(lines)
+
+
+def _matrix_message(send: numpy.ndarray, recv: numpy.ndarray,
+                    names: Sequence[int]) -> str | None:
+    """all_to_all_v: ``send[i][j]`` (rank i to j) must equal ``recv[j][i]`` (j from i)."""
+    wrong = [(i, j) for i in range(len(names)) for j in range(len(names))
+             if send[i][j] != recv[j][i]]
+    if not wrong:
+        return None
+    lines = ["all_to_all_v counts do not match between ranks:"]
+    lines += [f"  rank {names[i]} sends {int(send[i][j])} element(s) to rank {names[j]}, "
+              f"which expects {int(recv[j][i])}" for i, j in wrong[:10]]
+    if len(wrong) > 10:
+        lines.append(f"  ... and {len(wrong) - 10} more pairs")
+    return "\n".join(lines)
+
+
+class DebugMPICommunicator(MPICommunicator):
+    """An :class:`~.mpi.MPICommunicator` that checks every collective's arguments first.
+
+    ``MPICommunicator(comm)`` returns one when ``MPIFLOW_DEBUG=1``; it can also be made
+    directly. The shadow communicator it compares on is made at its first collective (which
+    every rank of the group makes).
+
+    Args:
+        comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
+
+    Raises:
+        CollectiveMismatchError: from any collective whose arguments differ between ranks,
+            on every rank.
+    """
+
+    def __init__(self, comm: MPI.Comm | None = None) -> None:
+        super().__init__(comm)
+        self._shadow: MPI.Comm | None = None
+        self._world_ranks: tuple[int, ...] | None = None
+        self._calls = 0
+
+    def __repr__(self) -> str:
+        return f"DebugMPICommunicator(rank={self.rank}, size={self.size})"
+
+    def _exchange(self, row: numpy.ndarray) -> numpy.ndarray:
+        """Every rank's row, in rank order (collective on the shadow communicator)."""
+        STATE.seq = NEXT[STATE.seq]  # the watchdog's mark: a new blocking call
+        if self._shadow is None:
+            self._shadow = self.mpi_comm.Dup()
+            group, world = self.mpi_comm.Get_group(), MPI.COMM_WORLD.Get_group()
+            ranks = MPI.Group.Translate_ranks(group, list(range(self.size)), world)
+            group.Free()
+            world.Free()
+            self._world_ranks = tuple(int(r) for r in ranks)
+        table = numpy.empty((self.size, row.size), dtype=row.dtype)
+        self._shadow.Allgather(row, table)
+        return table
+
+    def _agree(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Raise :class:`CollectiveMismatchError` on every rank unless all ranks agree."""
+        if self.size == 1:
+            return
+        fingerprint = _SPECS[operation](*args, **kwargs)
+        self._calls += 1
+        table = self._exchange(fingerprint.encode(operation, self._calls, self.size))
+        message = mismatch_message(table, self._world_ranks, MPI.COMM_WORLD.Get_size())
+        if message is None and operation == "all_to_all_v":
+            send_counts = _counts(kwargs.get("send_counts", args[1] if len(args) > 1 else ()))
+            recv_counts = _counts(kwargs.get("recv_counts", args[3] if len(args) > 3 else ()))
+            row = numpy.full(2 * self.size, -1, dtype=numpy.int64)
+            for offset, counts in ((0, send_counts), (self.size, recv_counts)):
+                if counts is not None and len(counts) == self.size:
+                    row[offset:offset + self.size] = counts
+            table = self._exchange(row)
+            names = self._world_ranks or tuple(range(self.size))
+            message = _matrix_message(table[:, :self.size], table[:, self.size:], names)
+        if message is not None:
+            raise CollectiveMismatchError(message)
+
+
+def _checked(name: str) -> Callable[..., Any]:
+    def method(self: DebugMPICommunicator, *args: Any, **kwargs: Any) -> Any:
+        self._agree(name, args, kwargs)
+        # looked up at call time, so that count_collectives' wrappers still count the call
+        out = getattr(MPICommunicator, name)(self, *args, **kwargs)
+        if isinstance(out, MPICommunicator) and not isinstance(out, DebugMPICommunicator):
+            out = DebugMPICommunicator(out.mpi_comm)  # a group of a checked group is checked
+        return out
+
+    method.__code__ = method.__code__.replace(co_name=name)  # the watchdog names the frame
+    method.__name__ = name
+    method.__qualname__ = f"DebugMPICommunicator.{name}"
+    method.__doc__ = f"``{name}``, after checking that every rank calls it alike."
+    return method
+
+
+for _name in _SPECS:
+    setattr(DebugMPICommunicator, _name, _checked(_name))

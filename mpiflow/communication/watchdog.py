@@ -1,0 +1,815 @@
+"""The collective watchdog: no blocking mpiflow call waits longer than ``MPIFLOW_TIMEOUT``.
+
+Every blocking call of the communication layer (collectives, ``recv``, ``Work.wait()``) marks
+its start in :data:`STATE` by stepping a counter (``seq = NEXT[seq]``: one store of a small int,
+no allocation, no clock). A daemon thread per process samples, about twice a second, the
+counter and the innermost frame of every thread: a thread whose innermost frame is one of the
+layer's blocking sites (the Python functions that call a blocking MPI function) is inside a
+call, and the watchdog remembers when it first saw it there with the current counter. When one
+call has lasted ``MPIFLOW_TIMEOUT`` seconds (default 600; 0 turns the watchdog off), the thread
+asks every other rank's watchdog, over a communicator of its own, what its process is doing,
+prints one report (rank-tagged, on stderr) naming the operation, the group, the ranks that
+arrived and the ranks that did not and what they do instead, and aborts the job (``MPI_Abort``,
+exit status 124).
+
+The thread also
+
+- answers the other ranks' questions (it polls for them with ``MPI_Iprobe``);
+- hears of ranks that exit: an ``atexit`` hook on each rank tells the others, and a call that
+  waits on a rank that has exited is reported (status 1) after ``min(timeout, 10 s)``;
+- turns Ctrl-C into the same report (status 130) when the main thread is blocked inside MPI,
+  where Python cannot raise ``KeyboardInterrupt``.
+
+Without ``MPI_THREAD_MULTIPLE`` the thread calls no MPI function but ``MPI_Abort``, and the
+report describes this rank only. Blocking code outside the communication layer (raw mpi4py,
+MPI-IO) can be watched with :func:`watched`.
+
+Example:
+    >>> from mpiflow.communication import watchdog
+    >>> watchdog.get_timeout()
+    600.0
+    >>> watchdog.set_timeout(3600)       # this process; 0 turns it off
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import math
+import os
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from mpi4py import MPI
+
+from .. import _runtime
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "NEXT",
+    "STATE",
+    "CallState",
+    "Watchdog",
+    "format_report",
+    "get_timeout",
+    "register_blocking_site",
+    "set_timeout",
+    "start",
+    "stop",
+    "timeout_from_environment",
+    "watched",
+]
+
+DEFAULT_TIMEOUT = 600.0
+REPLY_WAIT = 2.0  # seconds a reporting rank waits for the others' answers
+EXIT_GRACE = 10.0  # a call still waiting this long after a member exited is reported
+INTERRUPT_GRACE = 0.5  # after Ctrl-C, a call still blocked this long is reported
+MAX_EXIT_NOTICES = 1024  # larger worlds do not announce exits (n^2 messages at the end)
+EXIT_WAIT = 0.05  # longest the exit hook waits for its notices to leave
+
+_TAG_QUERY, _TAG_STATE, _TAG_EXIT = 1, 2, 3
+_CODES = {"timeout": 124, "exited": 1, "interrupt": 130}
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+NEXT: tuple[int, ...] = tuple((i + 1) % 256 for i in range(256))
+"""The successor of each value of :attr:`CallState.seq`: small ints, which cost no allocation."""
+
+
+class CallState:
+    """What this process's blocking calls are doing, as the hot path records it.
+
+    Attributes:
+        seq: stepped (``NEXT[seq]``) on entry to every blocking call. The watchdog compares
+            values only, so the wrap at 256 is harmless: a false alarm would need exactly a
+            multiple of 256 calls between every two samples for the whole timeout.
+        note: ``(operation, mpi4py communicator)`` of an open :func:`watched` block, or None.
+    """
+
+    __slots__ = ("note", "seq")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.note: tuple[str, Any] | None = None
+
+
+STATE = CallState()
+"""The process's call state: the communication layer updates it, the watchdog samples it."""
+
+
+def timeout_from_environment(environ: Mapping[str, str] | None = None) -> float:
+    """The watchdog timeout ``MPIFLOW_TIMEOUT`` asks for, in seconds (0: off).
+
+    Args:
+        environ: the environment (``os.environ`` by default).
+
+    Returns:
+        The timeout; :data:`DEFAULT_TIMEOUT` when the variable is unset or empty.
+
+    Raises:
+        ValueError: the value is not a non-negative number of seconds.
+    """
+    text = (os.environ if environ is None else environ).get("MPIFLOW_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or math.isinf(value):
+        raise ValueError(f"MPIFLOW_TIMEOUT must be a non-negative number of seconds (0 turns "
+                         f"the watchdog off), got {text!r}")
+    return value
+
+
+@contextlib.contextmanager
+def watched(operation: str, comm: Any = None) -> Iterator[None]:
+    """Let the watchdog bound a blocking section that does not go through mpiflow's layer.
+
+    mpiflow's own calls inside the block count as progress; the block is reported as
+    ``operation`` when it hangs elsewhere (in raw mpi4py or MPI-IO calls).
+
+    Args:
+        operation: what the block does, for the report (e.g. ``"checkpoint save"``).
+        comm: the mpi4py communicator it runs on, for the report's group, or None.
+
+    Example:
+        >>> with watched("checkpoint save", comm):
+        ...     fh.Write_at_all(offset, buf)
+    """
+    state = STATE
+    previous = state.note
+    state.note = (operation, comm)
+    state.seq = NEXT[state.seq]
+    try:
+        yield
+    finally:
+        state.seq = NEXT[state.seq]
+        state.note = previous
+
+
+# -- what a process is doing ------------------------------------------------------------------
+
+_sites: dict[str, frozenset[str]] = {}
+_extra_sites: list[tuple[str, str]] = []
+
+
+def blocking_sites() -> dict[str, frozenset[str]]:
+    """The functions that call blocking MPI functions: function names by source file.
+
+    A thread whose innermost Python frame is one of them is blocked in MPI (C code makes no
+    Python frames). Names rather than code objects, so that wrappers (``count_collectives``)
+    change nothing.
+    """
+    if not _sites:
+        from . import debug_mode, mpi
+
+        found = {mpi._wait_all.__code__.co_filename: {
+            "<lambda>", "_run", "_wait_all", "all_reduce", "recv", "split", "split_by_color"}}
+        found.setdefault(debug_mode.DebugMPICommunicator._exchange.__code__.co_filename,
+                         set()).add("_exchange")
+        for filename, name in _extra_sites:
+            found.setdefault(filename, set()).add(name)
+        _sites.update({k: frozenset(v) for k, v in found.items()})
+    return _sites
+
+
+def register_blocking_site(function: Any) -> None:
+    """Let the watchdog watch a function that calls a blocking MPI (or device) function.
+
+    The function must step :data:`STATE` (``STATE.seq = NEXT[STATE.seq]``) before it blocks,
+    so that the watchdog tells one call from the next.
+
+    Args:
+        function: a Python function; a thread whose innermost frame runs it is inside a call.
+    """
+    code = function.__code__
+    _extra_sites.append((code.co_filename, code.co_name))
+    _sites.clear()  # rebuilt with it on next use
+
+
+def in_blocking_site(frame: Any) -> bool:
+    """Whether ``frame`` (a thread's innermost) is one of :func:`blocking_sites`."""
+    if frame is None:
+        return False
+    names = blocking_sites().get(frame.f_code.co_filename)
+    return names is not None and frame.f_code.co_name in names
+
+
+def _in_package(frame: Any) -> bool:
+    return str(frame.f_code.co_filename).startswith(_PACKAGE)
+
+
+def _site(frame: Any) -> str:
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _world_ranks(mpi_comm: Any) -> tuple[int, ...] | None:
+    """The world ranks of an mpi4py communicator, in its rank order (None if unknown)."""
+    if mpi_comm is None or not _multiple():
+        return None
+    try:
+        group, world = mpi_comm.Get_group(), MPI.COMM_WORLD.Get_group()
+        try:
+            ranks = MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+        finally:
+            group.Free()
+            world.Free()
+    except Exception:
+        return None
+    return tuple(int(r) for r in ranks)
+
+
+def _call(op: str, mpi_comm: Any, size: int | None, peer: int | None) -> dict[str, Any]:
+    group = _world_ranks(mpi_comm)
+    if size is None and mpi_comm is not None:
+        with contextlib.suppress(Exception):
+            size = int(mpi_comm.Get_size())
+    world_peer = None
+    if peer is not None and peer >= 0:
+        world_peer = group[peer] if group is not None and peer < len(group) else None
+    return {"op": op, "group": group, "size": size, "peer": world_peer, "api": "", "site": "",
+            "debug": False}
+
+
+def _operation_of(start: Any) -> tuple[str, Any]:
+    """The operation and mpi4py communicator of the ``start`` callable a ``Work`` keeps."""
+    if isinstance(start, tuple):
+        return str(start[0]), start[1] if len(start) > 1 else None
+    owner = getattr(start, "__self__", None)
+    if isinstance(owner, MPI.Comm):  # a bound method such as comm.Ibarrier
+        name = str(getattr(start, "__name__", "?"))
+        return (name[1:].lower() if name.startswith("I") else name), owner
+    parts = str(getattr(start, "__qualname__", "")).split(".")
+    name = parts[parts.index("<locals>") - 1] if "<locals>" in parts else "an operation"
+    comm = None
+    for cell in getattr(start, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):
+            if isinstance(cell.cell_contents, MPI.Comm):
+                comm = cell.cell_contents
+    return name, comm
+
+
+def describe_stack(frame: Any) -> dict[str, Any] | None:
+    """The blocking mpiflow call a thread whose innermost frame is ``frame`` is in.
+
+    Args:
+        frame: a frame (from ``sys._current_frames()``), or None.
+
+    Returns:
+        ``{"op", "group" (world ranks or None), "size", "peer", "api", "site", "debug"}``, or
+        None when the stack is in no mpiflow operation.
+    """
+    from .communicator import Communicator, Work
+    from .debug import OPERATIONS
+
+    chain = []
+    while frame is not None:
+        chain.append(frame)
+        frame = frame.f_back
+    for i, f in enumerate(chain):
+        if not _in_package(f):
+            continue
+        me = f.f_locals.get("self")
+        name = f.f_code.co_name
+        call = None
+        if isinstance(me, Communicator) and name in OPERATIONS:
+            local = f.f_locals
+            peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
+            call = _call(name, getattr(me, "mpi_comm", None), me.size,
+                         peer if isinstance(peer, int) else None)
+        elif isinstance(me, Work) and name == "wait":
+            what = getattr(me, "what", None)
+            op, comm = _operation_of(what) if what is not None else ("an operation", None)
+            peer = what[2] if isinstance(what, tuple) and len(what) > 2 else None
+            call = _call(f"{op} (Work.wait)", comm, None, peer)
+        if call is None:
+            continue
+        j = i
+        while j + 1 < len(chain) and _in_package(chain[j + 1]):
+            j += 1
+        api = chain[j]
+        call["api"] = f"{api.f_globals.get('__name__', '?')}.{api.f_code.co_name}"
+        call["site"] = _site(chain[j + 1]) if j + 1 < len(chain) else ""
+        call["debug"] = any(c.f_code.co_name == "_exchange" for c in chain[:i])
+        return call
+    return None
+
+
+def _innermost(frame: Any) -> str:
+    """Where a running thread is: its innermost frame outside mpiflow (or the innermost)."""
+    first = frame
+    while frame is not None and _in_package(frame):
+        frame = frame.f_back
+    chosen = frame if frame is not None else first
+    return _site(chosen) if chosen is not None else "unknown"
+
+
+def _arrived(state: Mapping[str, Any] | None, call: Mapping[str, Any] | None) -> bool:
+    return state is not None and bool(state.get("inside")) and _same_call(state.get("call"),
+                                                                           call)
+
+
+def _same_call(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    if not a or not b or a.get("op") != b.get("op"):
+        return False
+    if a.get("group") is not None and b.get("group") is not None:
+        return bool(a["group"] == b["group"])
+    return bool(a.get("size") == b.get("size"))
+
+
+# -- the report -------------------------------------------------------------------------------
+
+def _ranks_text(ranks: Sequence[int]) -> str:
+    """``rank 3`` or ``ranks 0-2, 5``."""
+    ordered = sorted(set(ranks))
+    if not ordered:
+        return "none"
+    spans = []
+    start = prev = ordered[0]
+    for r in [*ordered[1:], None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        spans.append(str(start) if start == prev else
+                     f"{start}, {prev}" if prev == start + 1 else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ("rank " if len(ordered) == 1 else "ranks ") + ", ".join(spans)
+
+
+def describe_group(ranks: Sequence[int] | None, size: int | None, world_size: int) -> str:
+    """``the world (ranks 0..3)``, ``the group [1, 2]`` or ``a group of 2 rank(s)``."""
+    if ranks is None:
+        return f"a group of {size if size is not None else '?'} rank(s)"
+    if tuple(ranks) == tuple(range(world_size)):
+        return f"the world (ranks 0..{world_size - 1})"
+    return f"the group {list(ranks)}"
+
+
+def _describe_call(call: Mapping[str, Any] | None, world_size: int) -> str:
+    if not call:
+        return "a blocking call"
+    text = f"{call['op']} on {describe_group(call.get('group'), call.get('size'), world_size)}"
+    if call.get("peer") is not None:
+        text += f" with rank {call['peer']}"
+    if call.get("debug"):
+        text += " (MPIFLOW_DEBUG's check of the arguments)"
+    return text
+
+
+def _describe_state(state: Mapping[str, Any] | None, exit_info: Mapping[str, Any] | None,
+                    world_size: int) -> tuple[str, float | None]:
+    """A rank's state without times (so equal states group), and its seconds, if any."""
+    if exit_info is not None:
+        how = exit_info.get("how") or "its Python interpreter shut down"
+        return f"has exited ({how})", exit_info.get("ago")
+    if state is None:
+        return ("did not answer (dead, busy in code that holds the GIL, or its watchdog is "
+                "off)"), None
+    if state.get("inside"):
+        call = state.get("call")
+        text = f"waiting in {_describe_call(call, world_size)}"
+        if call and call.get("site"):
+            text += f", called at {call['site']}"
+        return text, state.get("waited")
+    return f"not in an mpiflow call: running {state.get('where', 'unknown')}", None
+
+
+def format_report(reason: str, rank: int, world_size: int, timeout: float,
+                  states: Mapping[int, Mapping[str, Any] | None],
+                  exited: Mapping[int, Mapping[str, Any]], *, asked: bool = True,
+                  thread_level: str = "") -> str:
+    """The watchdog's report, every line tagged with ``[rank N]``.
+
+    Args:
+        reason: ``"timeout"``, ``"exited"`` or ``"interrupt"``.
+        rank: the reporting rank (its state is ``states[rank]``).
+        world_size: the number of ranks.
+        timeout: the watchdog timeout in seconds.
+        states: the answers by world rank (None: did not answer); ranks asked but missing
+            are reported as not answering.
+        exited: ranks known to have exited: ``{"how", "ago"}``.
+        asked: False when the other ranks could not be asked (no MPI_THREAD_MULTIPLE).
+        thread_level: the MPI thread level, for the explanation when ``asked`` is False.
+
+    Returns:
+        The report, ending with a newline.
+    """
+    me = states.get(rank) or {}
+    call = me.get("call")
+    what = _describe_call(call, world_size)
+    waited = float(me.get("waited") or 0.0)
+    lines = []
+    if reason == "timeout":
+        lines.append(f"mpiflow watchdog: {what} has not completed after {waited:.1f} s "
+                     f"(MPIFLOW_TIMEOUT={timeout:g})")
+    elif reason == "exited":
+        lines.append(f"mpiflow watchdog: {what} has waited {waited:.1f} s on a rank that has "
+                     f"exited")
+    else:
+        lines.append(f"mpiflow watchdog: interrupted (Ctrl-C) after {waited:.1f} s in {what}")
+    if call and call.get("site"):
+        lines.append(f"  called at {call['site']} (through {call['api']})")
+    members = list(call["group"]) if call and call.get("group") is not None else \
+        list(range(world_size))
+    if asked:
+        arrived = [r for r in members if r not in exited and _arrived(states.get(r), call)]
+        missing = [r for r in members if r not in arrived]
+        lines.append(f"  arrived (waiting in the same call): {_ranks_text(arrived)}")
+        lines.append(f"  not arrived: {_ranks_text(missing)}")
+        lines.append("  every rank:")
+        groups: dict[str, list[tuple[int, float | None]]] = {}
+        for r in range(world_size):
+            text, seconds = _describe_state(states.get(r), exited.get(r), world_size)
+            groups.setdefault(text, []).append((r, seconds))
+        for text, entries in groups.items():
+            times = [s for _, s in entries if s is not None]
+            when = ""
+            if times:
+                low, high = min(times), max(times)
+                span = f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}-{high:.1f}"
+                when = f" ({span} s ago)" if text.startswith("has exited") else f" for {span} s"
+            lines.append(f"    {_ranks_text([r for r, _ in entries])}: {text}{when}")
+        others = [states.get(r) for r in members if r not in arrived and r not in exited]
+        if any(s is not None and s.get("inside") for s in others):
+            lines.append("  Ranks wait in different calls: the program calls collectives in a "
+                         "different order on different ranks. MPIFLOW_DEBUG=1 names the first "
+                         "mismatch.")
+        if any(s is not None and not s.get("inside") for s in others):
+            lines.append("  A rank that is not in an mpiflow call skipped this call or is "
+                         "still computing; if that legitimately takes longer, raise "
+                         "MPIFLOW_TIMEOUT.")
+    else:
+        lines.append(f"  this rank only: the MPI library provides {thread_level or 'a thread'}"
+                     f" level below MPI_THREAD_MULTIPLE, so the watchdog cannot ask the other "
+                     f"ranks what they are doing.")
+    lines.append("mpiflow: aborting the job (MPIFLOW_TIMEOUT sets the limit in seconds, 0 "
+                 "turns the watchdog off)")
+    return "".join(f"[rank {rank}] {line}\n" for line in lines)
+
+
+# -- the watchdog thread ----------------------------------------------------------------------
+
+_level: list[int] = []  # MPI's thread level, read once by the main thread
+
+
+def _provided() -> int:
+    if not _level:
+        _level.append(MPI.Query_thread())
+    return _level[0]
+
+
+def _multiple() -> bool:
+    return _provided() == MPI.THREAD_MULTIPLE
+
+
+def _thread_level() -> str:
+    names = {MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE", MPI.THREAD_FUNNELED: "MPI_THREAD_FUNNELED",
+             MPI.THREAD_SERIALIZED: "MPI_THREAD_SERIALIZED",
+             MPI.THREAD_MULTIPLE: "MPI_THREAD_MULTIPLE"}
+    return names.get(_provided(), "an unknown thread level")
+
+
+class Watchdog:
+    """The per-process watchdog: :meth:`check` decides, the thread of :meth:`start` acts.
+
+    Args:
+        timeout: seconds a blocking call may last (> 0).
+        side: the communicator the watchdogs talk on (every rank's own duplicate of the
+            world), or None to ask nobody.
+        state: the call state to sample.
+        rank: this process's world rank.
+        size: the world size.
+    """
+
+    def __init__(self, timeout: float, side: Any, state: CallState = STATE, rank: int = 0,
+                 size: int = 1) -> None:
+        self.timeout = float(timeout)
+        self.poll = min(0.5, max(0.01, self.timeout / 4))
+        self.side = side
+        self.state = state
+        self.rank, self.size = rank, size
+        self.seen_seq, self.seen_at = state.seq, time.monotonic()
+        self.inside = self._threads_inside  # tests replace it
+        self.was_inside = False
+        self.exited: dict[int, dict[str, Any]] = {}
+        self.deferred_until = 0.0
+        self.interrupt: tuple[int, float] | None = None
+        self._sends: list[Any] = []
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._old_wakeup: int | None = None
+
+    # -- life cycle --
+    def start(self) -> None:
+        """Start the thread (and route Ctrl-C to it when called from the main thread)."""
+        if threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(ValueError, OSError):
+                old = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+                if old != -1:  # someone else (asyncio) listens already: leave it theirs
+                    signal.set_wakeup_fd(old)
+                else:
+                    self._old_wakeup = old
+        self._thread = threading.Thread(target=self._main, name="mpiflow-watchdog",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread and wait for it (it wakes at once)."""
+        self._stopping = True
+        if self._wake_w >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_w, b"\0")
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2 * REPLY_WAIT)
+        if self._old_wakeup is not None and threading.current_thread() is \
+                threading.main_thread():
+            with contextlib.suppress(ValueError, OSError):
+                current = signal.set_wakeup_fd(self._old_wakeup)
+                if current != self._wake_w:  # someone else's now: leave theirs in place
+                    signal.set_wakeup_fd(current)
+                self._old_wakeup = None
+        alive = self._thread is not None and self._thread.is_alive()
+        if self._old_wakeup is None and self._wake_r >= 0 and not alive:  # no one uses them
+            for fd in (self._wake_r, self._wake_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._wake_r = self._wake_w = -1
+        self._finish_sends(0.0)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stopping
+
+    def _main(self) -> None:
+        try:
+            while not self._stopping:
+                signals = self._sleep()
+                if self._stopping:
+                    break
+                reason = self.check(time.monotonic(), signals)
+                if reason is not None:
+                    self._fire(reason)
+        except Exception:
+            text = "".join(traceback.format_exc())
+            with contextlib.suppress(Exception):
+                lines = ["mpiflow watchdog stopped after an error (hangs are no longer "
+                         "reported):", *text.splitlines()]
+                sys.stderr.write("".join(f"[rank {self.rank}] {line}\n" for line in lines))
+                sys.stderr.flush()
+
+    def _sleep(self) -> bytes:
+        ready, _, _ = select.select([self._wake_r], [], [], self.poll)
+        if not ready:
+            return b""
+        try:
+            return os.read(self._wake_r, 512)
+        except (BlockingIOError, InterruptedError):
+            return b""
+
+    # -- decisions --
+    def check(self, now: float, signals: bytes = b"") -> str | None:
+        """Answer the other ranks, then decide whether to report: a reason, or None.
+
+        Args:
+            now: ``time.monotonic()``.
+            signals: the signal numbers that arrived since the last check, as bytes.
+        """
+        if self.side is not None:
+            self._serve(now)
+        seq = self.state.seq
+        inside = self.inside()
+        if seq != self.seen_seq or not (inside and self.was_inside):  # a call starts: the clock
+            self.seen_seq, self.seen_at = seq, now
+        self.was_inside = inside
+        if not inside:
+            self.interrupt = None
+            return None
+        waited = now - self.seen_at
+        if signal.SIGINT in signals and self.interrupt is None and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.interrupt = (seq, now)
+        if self.interrupt is not None and self.interrupt[0] == seq and \
+                now - self.interrupt[1] >= INTERRUPT_GRACE:
+            return "interrupt"
+        if waited >= self.timeout:
+            return "timeout"
+        grace = min(self.timeout, EXIT_GRACE)
+        if self.exited and waited >= grace and self._waits_on_exited(now, grace):
+            return "exited"
+        return None
+
+    def _threads_inside(self) -> bool:
+        """Whether some thread (not this one) is blocked in a call, or a watched block runs."""
+        if self.state.note is not None:
+            return True
+        me = threading.get_ident()
+        return any(in_blocking_site(frame) for ident, frame in sys._current_frames().items()
+                   if ident != me)
+
+    def _current_call(self) -> dict[str, Any] | None:
+        frames = sys._current_frames()
+        main = threading.main_thread().ident
+        order = [t for t in frames if t not in (main, threading.get_ident())]
+        for ident in [main, *order] if main is not None else order:
+            call = describe_stack(frames.get(ident))
+            if call is not None:
+                return call
+        note = self.state.note
+        if note is not None:
+            return _call(note[0], note[1], None, None)
+        return None
+
+    def _waits_on_exited(self, now: float, grace: float) -> bool:
+        call = self._current_call()
+        if call is None:
+            return False
+        gone = {r for r, e in self.exited.items() if now - e["seen"] >= grace}
+        if call.get("peer") is not None:
+            return call["peer"] in gone
+        group = call.get("group")
+        if group is None:
+            return False
+        others = [r for r in group if r != self.rank]
+        if str(call["op"]).startswith("recv"):  # from any rank: only when all have gone
+            return bool(others) and all(r in gone for r in others)
+        return any(r in gone for r in others)
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        """This process's state, as the other ranks' watchdogs are told."""
+        seq = self.state.seq
+        inside = self.inside()
+        main = threading.main_thread().ident
+        frame = sys._current_frames().get(main) if main is not None else None
+        return {"rank": self.rank, "inside": inside,
+                "waited": (now - self.seen_at) if inside and seq == self.seen_seq else 0.0,
+                "call": self._current_call() if inside else None,
+                "where": _innermost(frame)}
+
+    # -- the side channel --
+    def _receive(self) -> tuple[int, int, Any] | None:
+        status = MPI.Status()
+        message = self.side.improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+        if message is None:
+            return None
+        return status.Get_tag(), status.Get_source(), message.recv()
+
+    def _answer(self, dest: int, now: float) -> None:
+        self._sends.append(self.side.isend(self.snapshot(now), dest=dest, tag=_TAG_STATE))
+
+    def _record_exit(self, src: int, notice: Mapping[str, Any], now: float) -> None:
+        self.exited[src] = {"how": notice.get("how"), "seen": now}
+
+    def _serve(self, now: float) -> None:
+        while (got := self._receive()) is not None:
+            tag, src, payload = got
+            if tag == _TAG_QUERY:
+                self._answer(src, now)
+            elif tag == _TAG_EXIT:
+                self._record_exit(src, payload, now)
+        self._finish_sends(0.0)
+
+    def _finish_sends(self, wait: float) -> None:
+        deadline = time.monotonic() + wait
+        while True:
+            self._sends = [r for r in self._sends if not r.Test()]
+            if not self._sends or time.monotonic() >= deadline:
+                return
+            time.sleep(0.001)
+
+    def _ask_everyone(self, now: float) -> dict[int, dict[str, Any]] | None:
+        """Every other rank's state; None when a lower rank reports (it will abort)."""
+        others = [r for r in range(self.size) if r != self.rank and r not in self.exited]
+        for r in others:
+            self._sends.append(self.side.isend(None, dest=r, tag=_TAG_QUERY))
+        answers: dict[int, dict[str, Any]] = {}
+        deadline = now + REPLY_WAIT
+        while len(answers) < len(others) and time.monotonic() < deadline:
+            got = self._receive()
+            if got is None:
+                time.sleep(0.01)
+                continue
+            tag, src, payload = got
+            if tag == _TAG_QUERY:
+                self._answer(src, time.monotonic())
+                if src < self.rank:
+                    self.deferred_until = time.monotonic() + REPLY_WAIT + 5.0
+                    return None
+            elif tag == _TAG_STATE and src in others:
+                answers[src] = payload
+            elif tag == _TAG_EXIT:
+                self._record_exit(src, payload, time.monotonic())
+                others = [r for r in others if r != src]
+        return answers
+
+    def _fire(self, reason: str) -> None:
+        now = time.monotonic()
+        if now < self.deferred_until:
+            return
+        states: dict[int, dict[str, Any] | None] = {self.rank: self.snapshot(now)}
+        if self.side is not None:
+            answers = self._ask_everyone(now)
+            if answers is None:
+                return
+            for r in range(self.size):
+                if r != self.rank:
+                    states[r] = answers.get(r)
+        now = time.monotonic()
+        exited = {r: {"how": e["how"], "ago": now - e["seen"]} for r, e in self.exited.items()}
+        report = format_report(reason, self.rank, self.size, self.timeout, states, exited,
+                               asked=self.side is not None, thread_level=_thread_level())
+        _runtime.abort_job(report, _CODES[reason])
+
+
+# -- the process's watchdog -------------------------------------------------------------------
+
+_side: Any = None  # this process's duplicate of COMM_WORLD for the watchdogs
+_dog: Watchdog | None = None
+_timeout = 0.0
+_exit_hook_installed = False
+
+
+def get_timeout() -> float:
+    """The watchdog timeout of this process in seconds (0: off, or one rank only)."""
+    return _timeout
+
+
+def set_timeout(seconds: float) -> None:
+    """Change this process's watchdog timeout; 0 turns the watchdog off.
+
+    Call it on every rank alike (a rank whose watchdog is off answers no questions).
+
+    Args:
+        seconds: how long a blocking call may last, >= 0.
+
+    Raises:
+        ValueError: a negative or non-finite value.
+    """
+    global _dog, _timeout
+    seconds = float(seconds)
+    if not seconds >= 0 or math.isinf(seconds):
+        raise ValueError(f"the watchdog timeout must be a non-negative number of seconds, "
+                         f"got {seconds!r}")
+    if _dog is not None:
+        _dog.stop()
+        _dog = None
+    _timeout = seconds
+    size = MPI.COMM_WORLD.Get_size()
+    if seconds > 0 and size > 1 and _side is not None:
+        _dog = Watchdog(seconds, _side if _multiple() else None, STATE,
+                        MPI.COMM_WORLD.Get_rank(), size)
+        _dog.start()
+
+
+def start(timeout: float | None = None) -> None:
+    """Start the watchdog of this process (collective over the world: call it on every rank).
+
+    Called on ``import mpiflow``; a no-op with one rank. Makes the watchdogs' communicator
+    and installs the exit hook that tells the other ranks when this one exits.
+
+    Args:
+        timeout: seconds; None reads ``MPIFLOW_TIMEOUT`` (default 600).
+    """
+    global _side, _exit_hook_installed
+    seconds = timeout_from_environment() if timeout is None else float(timeout)
+    world = MPI.COMM_WORLD
+    if world.Get_size() > 1 and _side is None:
+        _side = world.Dup()
+        with contextlib.suppress(Exception):
+            _side.Set_name("mpiflow watchdog")
+    if not _exit_hook_installed:
+        atexit.register(_at_exit)
+        _exit_hook_installed = True
+    set_timeout(seconds)
+
+
+def stop() -> None:
+    """Stop this process's watchdog thread (the timeout then reads 0)."""
+    set_timeout(0)
+
+
+def _at_exit() -> None:
+    """Before MPI_Finalize: stop the thread, then tell the other ranks that this one exits."""
+    global _dog
+    dog, _dog = _dog, None
+    if dog is None:
+        return
+    dog.stop()
+    if dog.side is None or dog.size > MAX_EXIT_NOTICES or MPI.Is_finalized():
+        return
+    how = _runtime.exit_description()
+    with contextlib.suppress(Exception):
+        for r in range(dog.size):
+            if r != dog.rank:
+                dog._sends.append(dog.side.isend({"how": how}, dest=r, tag=_TAG_EXIT))
+        dog._finish_sends(EXIT_WAIT)
