@@ -234,6 +234,15 @@ class MPICommunicator(Communicator):
                          async_op, finalize, stage)
 
     def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
+        if (not async_op and type(buf) is _ndarray and type(root) is int
+                and 0 <= root < self.size and buf.flags.c_contiguous):
+            # The common case, with nothing to stage: straight to MPI.
+            _state.seq = _next[_state.seq]
+            try:
+                self.mpi_comm.Bcast(buf, root)
+            except _UNMAPPABLE as exc:
+                raise _unmappable(exc) from None
+            return None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.broadcast(buf, root, async_op)
         root = self._check_rank(root, "src")
@@ -246,6 +255,15 @@ class MPICommunicator(Communicator):
                          async_op, write_back, stage)
 
     def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
+        if (not async_op and type(send) is _ndarray and type(recv) is _ndarray
+                and send.dtype == recv.dtype and recv.size == send.size * self.size
+                and send.flags.c_contiguous and recv.flags.c_contiguous):
+            _state.seq = _next[_state.seq]
+            try:
+                self.mpi_comm.Allgather(send, recv)
+            except _UNMAPPABLE as exc:
+                raise _unmappable(exc) from None
+            return None
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.all_gather(send, recv, async_op)
@@ -318,6 +336,15 @@ class MPICommunicator(Communicator):
 
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work | None:
+        if (not async_op and type(send) is _ndarray and type(recv) is _ndarray
+                and send.dtype == recv.dtype and send.size == recv.size * self.size
+                and send.flags.c_contiguous and recv.flags.c_contiguous):
+            native = self._native.get(op)
+            mpi_op = native.get(send.dtype) if native is not None else None
+            if mpi_op is not None:
+                _state.seq = _next[_state.seq]
+                self.mpi_comm.Reduce_scatter_block(send, recv, mpi_op)
+                return None
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.reduce_scatter(send, recv, op, async_op)
@@ -326,6 +353,8 @@ class MPICommunicator(Communicator):
             raise ValueError(f"reduce_scatter needs {self.size} x {recv.size} send elements, "
                              f"got {send.size}")
         plan = reduce_plan(send.dtype, op)
+        if plan.datatype is None and not plan.average:
+            self._native[op][send.dtype] = plan.op
         src = _readable(send)
         dst, write_back = _writable(recv, keep_contents=False)
         s, r = plan.spec(src, count=dst.size), plan.spec(dst)
@@ -356,6 +385,16 @@ class MPICommunicator(Communicator):
                          async_op, finalize, (src, dst))
 
     def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
+        if (not async_op and type(send) is _ndarray and type(recv) is _ndarray
+                and send.dtype == recv.dtype and send.size == recv.size
+                and send.size % self.size == 0
+                and send.flags.c_contiguous and recv.flags.c_contiguous):
+            _state.seq = _next[_state.seq]
+            try:
+                self.mpi_comm.Alltoall(send, recv)
+            except _UNMAPPABLE as exc:
+                raise _unmappable(exc) from None
+            return None
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.all_to_all(send, recv, async_op)
@@ -390,6 +429,14 @@ class MPICommunicator(Communicator):
 
     # -- point to point ------------------------------------------------------------------------
     def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
+        if (not async_op and type(buf) is _ndarray and type(dst) is int and 0 <= dst < self.size
+                and buf.flags.c_contiguous):
+            _state.seq = _next[_state.seq]
+            try:
+                self.mpi_comm.Send(buf, dst, tag)
+            except _UNMAPPABLE as exc:
+                raise _unmappable(exc) from None
+            return None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.send(buf, dst, tag, async_op)
         dst = self._check_rank(dst, "dst")

@@ -171,7 +171,9 @@ def blocking_sites() -> dict[str, frozenset[str]]:
         from . import debug_mode, mpi
 
         found = {mpi._wait_all.__code__.co_filename: {
-            "<lambda>", "_run", "_wait_all", "all_reduce", "recv", "split", "split_by_color"}}
+            "<lambda>", "_run", "_wait_all", "all_reduce", "recv", "split", "split_by_color",
+            # the blocking fast paths of MPICommunicator call MPI from the method itself
+            "broadcast", "all_gather", "reduce_scatter", "all_to_all", "send"}}
         found.setdefault(debug_mode.DebugMPICommunicator._exchange.__code__.co_filename,
                          set()).add("_exchange")
         for filename, name in _extra_sites:
