@@ -240,6 +240,8 @@ def test_watchdog_table() -> None:
     text = format_watchdog(result)
     assert "watchdog on" in text and "+4.0%" in text and "goal <= 5% at 8 B on 2 ranks: met" in text
     assert format_watchdog(result, markdown=True).startswith("### watchdog")
+    paired = format_watchdog({**result, "paired_overhead": 0.02, "goal_met": True})
+    assert "paired +2.0% (best rounds +4.0%)" in paired
 
 
 def test_byte_and_count_formats() -> None:

@@ -5,7 +5,9 @@ Run ``mpiexec -n 2 python -m mpiflow.bench.watchdog`` (``--bytes 8``, ``--iters 
 by round (the order rotates) so that drifts of the machine hit them alike: raw mpi4py
 (``comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM)``), ``mpiflow.distributed.all_reduce`` with the
 watchdog thread running, and the same with it stopped. Each side's time is its best round, the
-slowest rank's. The goal is an overhead (on / off - 1) of at most 5 % at 8 bytes on 2 ranks.
+slowest rank's; the overhead is the median over the rounds of each round's on / off (robust on
+a loaded machine, where the best rounds of two sides may come from quiet and busy moments), and
+also shown from the best rounds. The goal is an overhead of at most 5 % at 8 bytes on 2 ranks.
 The call marks themselves (two increments per call) are paid on both mpiflow sides.
 """
 
@@ -30,6 +32,7 @@ from ..communication.group import world_comm
 __all__ = ["GOAL", "format_result", "main", "measure_watchdog_overhead"]
 
 GOAL = 0.05  # the most the watchdog may add to an 8-byte all_reduce on 2 ranks
+_SETTLE = 0.02  # seconds of pause before each timed batch
 
 
 def _batch(call: Callable[[], Any], iters: int, comm: Any) -> float:
@@ -55,8 +58,10 @@ def measure_watchdog_overhead(nbytes: int = 8, iters: int = 20000, rounds: int =
 
     Returns:
         ``raw_us``, ``on_us``, ``off_us`` (microseconds per call, best round, slowest rank),
-        ``overhead`` (on / off - 1), ``on_vs_raw`` and ``off_vs_raw``, the settings, and
-        ``goal_met`` (the overhead is at most :data:`GOAL`).
+        ``overhead`` (on / off - 1), ``paired_overhead`` (the median over the rounds of each
+        round's on / off, minus 1: robust to a loaded machine), ``on_vs_raw`` and
+        ``off_vs_raw``, the settings, and ``goal_met`` (the paired overhead is at most
+        :data:`GOAL`).
     """
     comm = world_comm.mpi_comm
     timer = comm.Dup()  # the barriers of the measurement, apart from the traffic measured
@@ -69,6 +74,7 @@ def measure_watchdog_overhead(nbytes: int = 8, iters: int = 20000, rounds: int =
         "off": (partial(dist.all_reduce, buf), 0.0),
     }
     best = dict.fromkeys(sides, float("inf"))
+    ratios: list[float] = []  # on / off within each round: drifts of the machine cancel
     names = list(sides)
     try:
         for name in names:
@@ -77,21 +83,30 @@ def measure_watchdog_overhead(nbytes: int = 8, iters: int = 20000, rounds: int =
                 watchdog.set_timeout(timeout)
             _batch(call, warmup, timer)
         for r in range(rounds):
+            this_round = {}
             for name in names[r % 3:] + names[:r % 3]:
                 call, timeout = sides[name]
                 if timeout is not None and watchdog.get_timeout() != timeout:
                     watchdog.set_timeout(timeout)
-                best[name] = min(best[name], _batch(call, iters, timer))
+                # Every side alike: a pause (a new thread's start stays out of the timing),
+                # then a few untimed calls (the pause must not slow the first timed ones).
+                time.sleep(_SETTLE)
+                _batch(call, max(1, iters // 10), timer)
+                this_round[name] = _batch(call, iters, timer)
+                best[name] = min(best[name], this_round[name])
+            ratios.append(world_comm.mpi_comm.allreduce(this_round["on"], op=MPI.MAX)
+                          / world_comm.mpi_comm.allreduce(this_round["off"], op=MPI.MAX))
     finally:
         watchdog.set_timeout(previous)
         timer.Free()
     worst = {k: world_comm.mpi_comm.allreduce(v, op=MPI.MAX) for k, v in best.items()}
     overhead = worst["on"] / worst["off"] - 1
+    paired = float(numpy.median(ratios)) - 1
     return {"bytes": int(buf.nbytes), "ranks": world_comm.size, "iters": iters,
             "rounds": rounds, "raw_us": worst["raw"] * 1e6, "on_us": worst["on"] * 1e6,
             "off_us": worst["off"] * 1e6, "overhead": overhead,
             "on_vs_raw": worst["on"] / worst["raw"], "off_vs_raw": worst["off"] / worst["raw"],
-            "goal_met": overhead <= GOAL}
+            "paired_overhead": paired, "goal_met": paired <= GOAL}
 
 
 def format_result(result: dict[str, Any]) -> str:
@@ -101,8 +116,9 @@ def format_result(result: dict[str, Any]) -> str:
             f"  raw mpi4py         {result['raw_us']:8.3f} us\n"
             f"  mpiflow, watchdog  {result['on_us']:8.3f} us  ({result['on_vs_raw']:.3f} x raw)\n"
             f"  mpiflow, no dog    {result['off_us']:8.3f} us  ({result['off_vs_raw']:.3f} x raw)\n"
-            f"  watchdog overhead  {100 * result['overhead']:+.1f} % "
-            f"(goal <= {100 * GOAL:.0f} %: {'met' if result['goal_met'] else 'NOT met'})")
+            f"  watchdog overhead  {100 * result['paired_overhead']:+.1f} % (median of the rounds' "
+            f"on/off; {100 * result['overhead']:+.1f} % from the best rounds) -- goal <= "
+            f"{100 * GOAL:.0f} %: {'met' if result['goal_met'] else 'NOT met'}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
