@@ -78,3 +78,14 @@ def test_buckets_respect_dtype_size_and_first_bucket_limit() -> None:
     flat[:] = 9
     buckets[1].unpack(arrays, scale=0.5)
     assert_array_equal(arrays[2], 4.5)
+
+
+def test_large_gradients_are_reduced_in_place_and_small_ones_packed() -> None:
+    big = numpy.full(100_000, float(RANK), dtype=numpy.float32)  # 400 KB: reduced where it is
+    small = [numpy.full(10, float(RANK)) for _ in range(5)]
+    with count_collectives() as counts:
+        dist.sync_gradients([big, *small])
+    assert counts["all_reduce"] == 2
+    assert_allclose(big, (SIZE - 1) / 2)
+    for s in small:
+        assert_allclose(s, (SIZE - 1) / 2)

@@ -29,6 +29,7 @@ from .packing import Bucket, make_buckets
 __all__ = ["sync_gradients", "sync_initial_weights"]
 
 _BUCKET_BYTES = 64 << 20
+_DIRECT_BYTES = 256 << 10  # gradients this big are all-reduced in place, not packed
 _bucket_cache: dict[tuple[Any, ...], list[Bucket]] = {}
 
 
@@ -167,13 +168,25 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
     if g.comm is None:
         return
     arrays = _gradients(model)
-    works = []
-    for bucket in _buckets_for(arrays):
+    # Large contiguous gradients are reduced where they are: packing would only add two passes
+    # over their bytes. The many small ones share a few packed buffers, saving latency.
+    direct = [a for a in arrays if a.nbytes >= _DIRECT_BYTES and a.flags.c_contiguous]
+    taken = {id(a) for a in direct}
+    packed = [a for a in arrays if id(a) not in taken]
+    works: list[tuple[Any, Any]] = []
+    for bucket in _buckets_for(packed):
         op = ReduceOp.AVG if average and bucket.dtype.kind in "fc" else ReduceOp.SUM
-        works.append((bucket, g.comm.all_reduce(bucket.pack(arrays), op, async_op=True)))
-    for bucket, work in works:
+        works.append((bucket, g.comm.all_reduce(bucket.pack(packed), op, async_op=True)))
+    for array in direct:
+        op = ReduceOp.AVG if average and array.dtype.kind in "fc" else ReduceOp.SUM
+        works.append((array, g.comm.all_reduce(array, op, async_op=True)))
+    for target, work in works:
         assert work is not None
         work.wait()
-        integer_average = average and bucket.dtype.kind not in "fc"
-        bucket.unpack(arrays, scale=1.0 / g.size() if integer_average else None)
+        integer_average = average and target.dtype.kind not in "fc"
+        scale = 1.0 / g.size() if integer_average else None
+        if isinstance(target, Bucket):
+            target.unpack(packed, scale=scale)
+        elif scale is not None:
+            target[...] = target * scale
 

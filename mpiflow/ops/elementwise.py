@@ -149,11 +149,19 @@ def _b(fx: Callable[..., Any] | None, fy: Callable[..., Any] | None) -> Callable
 
         x, y = operands
         pw = _pw()
-        gx = maybe(x, fx(pw, g, x, y, out)) if fx is not None else None
-        gy = maybe(y, fy(pw, g, x, y, out)) if fy is not None else None
+        # Only for operands that are tensors: a number's gradient is never needed (and pow's
+        # exponent rule would take the log of the base for nothing).
+        gx = maybe(x, fx(pw, g, x, y, out)) if fx is not None and _wants(x) else None
+        gy = maybe(y, fy(pw, g, x, y, out)) if fy is not None and _wants(y) else None
         return gx, gy
 
     return rule
+
+
+def _wants(operand: Any) -> bool:
+    from .._tensor import Tensor
+
+    return isinstance(operand, Tensor)
 
 
 def _zero(pw: Any, g: Any, *_: Any) -> Any:
