@@ -22,6 +22,7 @@ from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .communication import ReduceOp  # noqa: E402
+from .communication.debug_mode import CollectiveMismatchError  # noqa: E402
 from .creation import *  # noqa: E402, F403
 from .creation import __all__ as _creation_all  # noqa: E402
 from .dtypes import (  # noqa: E402
@@ -58,7 +59,8 @@ _register_buffer_type(Tensor, lambda t: t._data)
 dtype = DType
 
 __all__ = [
-    "DType", "ReduceOp", "Size", "Tensor", "__version__", "autograd", "bool", "comm",
+    "CollectiveMismatchError", "DType", "ReduceOp", "Size", "Tensor", "__version__", "autograd",
+    "bool", "comm",
     "complex64", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "complex128", "distributed", "double", "dtype", "env", "float", "float16", "float32",
     "float64", "half", "int", "int8", "int16", "int32", "int64", "load", "long", "nn", "ops",

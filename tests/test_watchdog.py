@@ -511,3 +511,16 @@ def test_other_layers_can_register_their_blocking_functions() -> None:
         watchdog._extra_sites.clear()
         watchdog._sites.clear()
     assert not wait_for_the_device()
+
+
+def test_init_process_group_timeout_sets_the_watchdog_limit() -> None:
+    import datetime
+
+    import mpiflow.distributed as dist
+
+    before = watchdog.get_timeout()
+    try:
+        dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=42))
+        assert watchdog.get_timeout() == 42.0
+    finally:
+        watchdog.set_timeout(before)

@@ -96,6 +96,11 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if rank not in (-1, None) and int(rank) != world_group.rank():
         raise ValueError(f"rank={rank} but MPI gave this process rank {world_group.rank()}")
     _backend = name
+    if timeout is not None:  # PyTorch's timeout bounds every collective: the watchdog's limit
+        from ..communication import watchdog
+
+        seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+        watchdog.set_timeout(float(seconds))
 
 
 def is_initialized() -> bool:
