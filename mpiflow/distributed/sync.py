@@ -173,20 +173,20 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
     direct = [a for a in arrays if a.nbytes >= _DIRECT_BYTES and a.flags.c_contiguous]
     taken = {id(a) for a in direct}
     packed = [a for a in arrays if id(a) not in taken]
-    works: list[tuple[Any, Any]] = []
+    works: list[tuple[Bucket, Any]] = []
     for bucket in _buckets_for(packed):
         op = ReduceOp.AVG if average and bucket.dtype.kind in "fc" else ReduceOp.SUM
         works.append((bucket, g.comm.all_reduce(bucket.pack(packed), op, async_op=True)))
     for array in direct:
+        # Blocking: MPI's blocking all-reduce of large messages is much faster than its
+        # non-blocking one that nothing progresses in the meantime.
         op = ReduceOp.AVG if average and array.dtype.kind in "fc" else ReduceOp.SUM
-        works.append((array, g.comm.all_reduce(array, op, async_op=True)))
-    for target, work in works:
+        g.comm.all_reduce(array, op)
+        if average and array.dtype.kind not in "fc":
+            array[...] = array * (1.0 / g.size())
+    for bucket, work in works:
         assert work is not None
         work.wait()
-        integer_average = average and target.dtype.kind not in "fc"
-        scale = 1.0 / g.size() if integer_average else None
-        if isinstance(target, Bucket):
-            target.unpack(packed, scale=scale)
-        elif scale is not None:
-            target[...] = target * scale
+        integer_average = average and bucket.dtype.kind not in "fc"
+        bucket.unpack(packed, scale=1.0 / g.size() if integer_average else None)
 
