@@ -233,7 +233,7 @@ def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
     if "operation" in differ:  # then the other arguments differ as a matter of course
         differ = [d for d in differ if d in ("operation", "call number")]
     group = describe_group(world_ranks, len(rows), world_size)
-    from .watchdog import _ranks_text
+    from .watchdog_report import _ranks_text
 
     lines = [f"ranks called mismatched collectives on {group}:"]
     lines += [f"  {_ranks_text(ranks)}: {_describe(row)}" for row, ranks in by_row.items()]
