@@ -43,7 +43,7 @@ import numpy
 from .communicator import Array, Communicator, Work
 from .cuda_aware import CudaAwareCommunicator
 from .device_ops import DeviceOps, Marker
-from .mpi import MPICommunicator
+from .mpi import MPICommunicator, _displacements
 from .reduce_op import ReduceOp, check_reduce_dtype
 from .staging import PinnedPool, StagedCommunicator
 from .transport import NcclReduction, nccl_reduction
@@ -144,14 +144,6 @@ def _wait_markers(markers: Sequence[Marker]) -> None:
 
 def _markers_done(markers: Sequence[Marker]) -> bool:
     return all(m.done() for m in markers)
-
-
-def _offsets(counts: Sequence[int]) -> list[int]:
-    out, total = [], 0
-    for c in counts:
-        out.append(total)
-        total += c
-    return out
 
 
 _noted: set[tuple[str, str, ReduceOp]] = set()
@@ -409,7 +401,7 @@ class NCCLCommunicator(Communicator):
         comm, stream, backend = self._group(), self._ops.stream(), self._backend
         ps, pr, item, u8 = (self._ops.pointer(s), self._ops.pointer(r), recv.dtype.itemsize,
                             backend.dtype("uint8"))
-        offsets, me = _offsets(counts), self.rank
+        offsets, me = _displacements(counts), self.rank
 
         def enqueue() -> None:
             backend.group_start()
@@ -545,7 +537,7 @@ class NCCLCommunicator(Communicator):
         dt, code = self._codes(plan)
         comm, stream, backend = self._group(), self._ops.stream(), self._backend
         ps, pr, item = self._ops.pointer(s), self._ops.pointer(r), send.dtype.itemsize
-        offsets, me, factor = _offsets(counts), self.rank, plan.count_factor
+        offsets, me, factor = _displacements(counts), self.rank, plan.count_factor
 
         def enqueue() -> None:
             backend.group_start()
@@ -592,7 +584,7 @@ class NCCLCommunicator(Communicator):
         comm, stream, backend = self._group(), self._ops.stream(), self._backend
         ps, pr, item, u8 = (self._ops.pointer(s), self._ops.pointer(r), send.dtype.itemsize,
                             backend.dtype("uint8"))
-        soff, roff, me = _offsets(scounts), _offsets(rcounts), self.rank
+        soff, roff, me = _displacements(scounts), _displacements(rcounts), self.rank
 
         def enqueue() -> None:
             if scounts[me]:
