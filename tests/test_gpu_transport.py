@@ -636,6 +636,58 @@ def test_nccl_reduction_table(dtype: str, op: ReduceOp, has_avg: bool, expected:
     assert nccl_reduction(numpy.dtype(dtype), op, has_avg) == expected
 
 
+class _CupyNcclModule:
+    """``cupy.cuda.nccl`` as each CuPy has it: the unique id and what NcclCommunicator takes.
+
+    ``form``: "bytes" (CuPy 14 and later), "signed" (earlier CuPy on x86-64: a tuple of
+    signed chars) or "unsigned" (earlier CuPy where char is unsigned).
+    """
+
+    def __init__(self, form: str) -> None:
+        self.form = form
+        self.made: list[tuple[int, bytes, int]] = []
+        self._id = bytes(range(0, 256, 2))
+
+    def get_unique_id(self) -> Any:
+        if self.form == "bytes":
+            return self._id
+        return tuple(b - 256 if self.form == "signed" and b > 127 else b for b in self._id)
+
+    def NcclCommunicator(self, ndev: int, comm_id: Any, rank: int) -> str:
+        if self.form == "bytes":
+            if not isinstance(comm_id, bytes):
+                raise TypeError("Argument 'commId' has incorrect type (expected bytes)")
+            raw = comm_id
+        else:
+            if not isinstance(comm_id, tuple):
+                raise TypeError("Argument 'commId' has incorrect type (expected tuple)")
+            low, high = (-128, 127) if self.form == "signed" else (0, 255)
+            if any(not low <= v <= high for v in comm_id):
+                raise OverflowError("value too large to convert to char")
+            raw = bytes(v & 0xFF for v in comm_id)
+        self.made.append((ndev, raw, rank))
+        return "comm"
+
+
+@pytest.mark.parametrize("form", ["bytes", "signed", "unsigned"])
+def test_cupy_nccl_passes_the_unique_id_as_each_cupy_takes_it(form: str) -> None:
+    lib = _CupyNcclModule(form)
+    backend = object.__new__(nccl_module.CupyNccl)
+    backend._nccl = lib
+    uid = backend.unique_id()
+    assert len(uid) == 128
+    # the id crosses MPI as int16 (NCCLCommunicator._group); any rank may join with it
+    carried = tuple(int(v) for v in numpy.array(uid, dtype=numpy.int16))
+    assert backend.connect(3, carried, 1, None, None) == "comm"
+    assert lib.made == [(3, bytes(range(0, 256, 2)), 1)]
+
+
+def test_nccl_version_text() -> None:
+    assert transport_module.nccl_version_text(23203) == "2.32.3"
+    assert transport_module.nccl_version_text(21003) == "2.10.3"
+    assert transport_module.nccl_version_text(2804) == "2.8.4"
+
+
 # -- choosing the transport ------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("backend", "nccl", "aware", "per_gpu", "transport", "fallback"),

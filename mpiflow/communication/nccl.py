@@ -68,7 +68,7 @@ class NcclBackend(abc.ABC):
 
     @abc.abstractmethod
     def unique_id(self) -> tuple[int, ...]:
-        """A new NCCL unique id (128 small ints)."""
+        """A new NCCL unique id (its 128 bytes as ints, signed or not)."""
 
     @abc.abstractmethod
     def connect(self, nranks: int, uid: tuple[int, ...], rank: int, bootstrap: Any,
@@ -118,11 +118,22 @@ class CupyNccl(NcclBackend):
         self.has_avg = hasattr(self._nccl, "NCCL_AVG") and version >= 21000
 
     def unique_id(self) -> tuple[int, ...]:
+        # CuPy 14 gives bytes (ints 0..255 here); older CuPy a tuple of C chars (-128..127 on
+        # x86-64, 0..255 where char is unsigned). connect() takes either.
         return tuple(self._nccl.get_unique_id())
 
     def connect(self, nranks: int, uid: tuple[int, ...], rank: int, bootstrap: Any,
                 members: tuple[int, ...] | None) -> Any:
-        return self._nccl.NcclCommunicator(nranks, uid, rank)
+        raw = bytes(v & 0xFF for v in uid)
+        make = self._nccl.NcclCommunicator
+        try:  # CuPy 14 and later: NcclCommunicator(int ndev, bytes commId, int rank)
+            return make(nranks, raw, rank)
+        except TypeError:  # CuPy 13 and earlier: (int ndev, tuple commId, int rank)
+            pass
+        try:  # the tuple's items are C chars: signed on x86-64...
+            return make(nranks, tuple(b - 256 if b > 127 else b for b in raw), rank)
+        except OverflowError:  # ...and unsigned on ARM and POWER
+            return make(nranks, tuple(raw), rank)
 
     def group_start(self) -> None:
         self._nccl.groupStart()

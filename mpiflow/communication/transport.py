@@ -272,8 +272,22 @@ def nccl_status() -> tuple[bool, str]:
         version = int(nccl.get_version())
     except Exception:
         version = 0
-    return True, f"NCCL {version // 10000}.{version // 100 % 100}.{version % 100}" if version \
-        else "NCCL (version unknown)"
+    return True, f"NCCL {nccl_version_text(version)}" if version else "NCCL (version unknown)"
+
+
+def nccl_version_text(code: int) -> str:
+    """``"2.21.5"`` from NCCL's version code (``ncclGetVersion``).
+
+    NCCL 2.9 and later code X.Y.Z as ``X*10000 + Y*100 + Z``, earlier versions as
+    ``X*1000 + Y*100 + Z``.
+
+    Examples:
+        >>> nccl_version_text(22105), nccl_version_text(2804)
+        ('2.21.5', '2.8.4')
+    """
+    if code >= 10000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
 def select_transport(backend: str, nccl_available: bool, cuda_aware: str,
