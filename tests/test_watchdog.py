@@ -21,6 +21,7 @@ from mpi4py import MPI
 import mpiflow.distributed as dist
 from mpiflow import _runtime
 from mpiflow.communication import MPICommunicator, watchdog
+from mpiflow.communication.fast import _PATHS, FastPaths
 from mpiflow.communication.group import world_comm
 from mpiflow.communication.watchdog import (
     STATE,
@@ -99,7 +100,9 @@ def test_every_blocking_call_marks_its_start() -> None:
     x = numpy.ones(3)
     PLAIN.all_reduce(x)
     assert _marks(lambda: PLAIN.all_reduce(x)) == 1  # the fast path
-    assert _marks(lambda: PLAIN.all_reduce(x[::2])) == 1  # the general path
+    # A strided 1-D view: the fast path's attempt (refused by mpi4py) marks, then the general
+    # path marks its own call.
+    assert _marks(lambda: PLAIN.all_reduce(x[::2])) == 2
     assert _marks(lambda: PLAIN.broadcast(x, 0)) == 1
     assert _marks(lambda: PLAIN.barrier()) == 1
     assert _marks(lambda: PLAIN.all_gather_v(x, numpy.empty(3 * SIZE), [3] * SIZE)) == 1
@@ -147,23 +150,25 @@ class _Spy:
 
 def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_names_it(
         ) -> None:
-    comm = _plain(MPI.COMM_WORLD.Dup())
-    x = numpy.ones(2)
-    comm.all_reduce(x)  # the next one takes the fast path
     seen: list[tuple[str, int, Any]] = []
 
     def probe(name: str) -> None:  # called from the stand-in for MPI, by the blocking site
         site = sys._getframe(2)
         seen.append((name, watchdog.in_blocking_site(site), describe_stack(site)))
 
-    comm.mpi_comm = _Spy(comm.mpi_comm, ("Bcast", "Barrier"), probe)  # type: ignore[assignment]
-    comm._allreduce = lambda *a: (probe("Allreduce"), MPI.COMM_WORLD.Allreduce(*a))
-    comm.all_reduce(x)
-    comm.broadcast(x, 0)
+    comm = _plain(_Spy(MPI.COMM_WORLD.Dup(), ("Allreduce", "Bcast", "Barrier"),  # type: ignore
+                       probe))
+    x = numpy.ones(4)
+    comm.all_reduce(x)  # the general path, which teaches the next one the fast path
+    comm.all_reduce(x)  # the fast path
+    comm.broadcast(x, 0)  # the fast path
+    comm.all_reduce(x[::2])  # the general path: one attempt refused, then the staged call
     comm.barrier()
     assert [(name, inside) for name, inside, _ in seen] == [
-        ("Allreduce", True), ("Bcast", True), ("Barrier", True)]
-    for (_, _, call), op in zip(seen, ["all_reduce", "broadcast", "barrier"], strict=True):
+        ("Allreduce", True), ("Allreduce", True), ("Bcast", True), ("Allreduce", True),
+        ("Allreduce", True), ("Barrier", True)]
+    for (_, _, call), op in zip(seen, ["all_reduce", "all_reduce", "broadcast", "all_reduce",
+                                      "all_reduce", "barrier"], strict=True):
         assert call is not None
         assert call["op"] == op
         assert call["group"] == WORLD
@@ -178,15 +183,35 @@ def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_name
 
 def test_the_public_entry_point_is_named() -> None:
     seen: list[Any] = []
+
+    def probe(name: str) -> None:
+        seen.append(describe_stack(sys._getframe(2)))
+
     dist.all_reduce(numpy.ones(1))  # the next one takes the fast path
-    original = world_comm._allreduce
-    world_comm._allreduce = lambda *a: (seen.append(describe_stack(sys._getframe(1))),
-                                        original(*a))
+    spy = FastPaths(_Spy(world_comm.mpi_comm, ("Allreduce", "Send", "Recv"), probe),  # type: ignore
+                    world_comm._native)
+    fast, saved = world_comm.fast, {name: getattr(world_comm.fast, name) for name in _PATHS}
     try:
+        for name in _PATHS:
+            setattr(fast, name, getattr(spy, name))
         dist.all_reduce(numpy.ones(1))
+        if SIZE > 1:
+            peer = (RANK + 1) % SIZE
+            if RANK % 2 == 0:
+                dist.send(numpy.ones(1), peer)
+            dist.recv(numpy.ones(1), (RANK - 1) % SIZE)
+            if RANK % 2:
+                dist.send(numpy.ones(1), peer)
     finally:
-        world_comm._allreduce = original
+        for name, path in saved.items():
+            setattr(fast, name, path)
     assert seen[0]["api"] == "mpiflow.distributed.collectives.all_reduce"
+    assert seen[0]["op"] == "all_reduce" and seen[0]["group"] == WORLD
+    if SIZE > 1:
+        by_op = {call["op"]: call for call in seen[1:]}
+        assert by_op["send"]["peer"] == (RANK + 1) % SIZE
+        assert by_op["recv"]["peer"] == (RANK - 1) % SIZE
+        assert by_op["recv"]["api"] == "mpiflow.distributed.collectives.recv"
 
 
 def _blocked_thread(target: Any) -> threading.Thread:

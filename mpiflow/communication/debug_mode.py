@@ -275,6 +275,8 @@ class DebugMPICommunicator(MPICommunicator):
             on every rank.
     """
 
+    checks_every_call = True
+
     def __init__(self, comm: MPI.Comm | None = None) -> None:
         super().__init__(comm)
         self._shadow: MPI.Comm | None = None

@@ -20,6 +20,7 @@ from mpi4py import MPI
 
 from .communicator import Array, Communicator, Work
 from .datatypes import reduce_plan
+from .fast import FastPaths
 from .reduce_op import ReduceOp
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
@@ -117,10 +118,16 @@ class MPICommunicator(Communicator):
         self.mpi_comm: MPI.Comm = MPI.COMM_WORLD if comm is None else comm
         self.rank = self.mpi_comm.Get_rank()
         self.size = self.mpi_comm.Get_size()
-        self._allreduce = self.mpi_comm.Allreduce
         # op -> dtype -> MPI op, for the pairs MPI reduces natively with no post-processing:
         # the fast path of all_reduce.
         self._native: dict[ReduceOp, dict[Any, MPI.Op]] = {op: {} for op in ReduceOp}
+        # The blocking calls on plain contiguous numpy arrays, with the fewest checks; the
+        # public faces call them first for the world group.
+        self.fast = (FastPaths.disabled() if self.checks_every_call
+                     else FastPaths(self.mpi_comm, self._native))
+
+    checks_every_call = False
+    """True for a communicator that must see every call (debug mode): no fast paths."""
 
     @property
     def array_module(self) -> Any:
@@ -140,6 +147,14 @@ class MPICommunicator(Communicator):
 
             device = device_communicator(self)
         return device
+
+    def _source(self, send: Array, recv: Array | None) -> Array:
+        """``send`` as MPI may read it beside ``recv``: contiguous, and a copy when the two
+        share memory (MPI forbids aliased buffers; PyTorch allows, e.g., gathering into a
+        tensor whose chunk is the input)."""
+        if recv is not None and self.array_module.may_share_memory(send, recv):
+            return send.copy()  # C order, in the array's own module
+        return _readable(send)
 
     def _check_rank(self, rank: int, what: str) -> int:
         if not isinstance(rank, (int, numpy.integer)) or isinstance(rank, bool):
@@ -194,16 +209,10 @@ class MPICommunicator(Communicator):
 
     def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
                    async_op: bool = False) -> Work | None:
+        if not async_op and self.fast.all_reduce(buf, op):
+            return None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.all_reduce(buf, op, async_op)
-        if not async_op:
-            native = self._native.get(op)
-            if native is not None and buf.flags.c_contiguous:
-                mpi_op = native.get(buf.dtype)
-                if mpi_op is not None:
-                    _state.seq = _next[_state.seq]  # the watchdog's mark: a new call
-                    self._allreduce(_IN_PLACE, buf, mpi_op)
-                    return None
         plan = reduce_plan(buf.dtype, op)
         if plan.datatype is None and not plan.average:
             self._native[op][buf.dtype] = plan.op
@@ -234,14 +243,7 @@ class MPICommunicator(Communicator):
                          async_op, finalize, stage)
 
     def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
-        if (not async_op and type(buf) is _ndarray and type(root) is int
-                and 0 <= root < self.size and buf.flags.c_contiguous):
-            # The common case, with nothing to stage: straight to MPI.
-            _state.seq = _next[_state.seq]
-            try:
-                self.mpi_comm.Bcast(buf, root)
-            except _UNMAPPABLE as exc:
-                raise _unmappable(exc) from None
+        if not async_op and self.fast.broadcast(buf, root):
             return None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.broadcast(buf, root, async_op)
@@ -255,14 +257,7 @@ class MPICommunicator(Communicator):
                          async_op, write_back, stage)
 
     def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
-        if (not async_op and type(send) is _ndarray and type(recv) is _ndarray
-                and send.dtype == recv.dtype and recv.size == send.size * self.size
-                and send.flags.c_contiguous and recv.flags.c_contiguous):
-            _state.seq = _next[_state.seq]
-            try:
-                self.mpi_comm.Allgather(send, recv)
-            except _UNMAPPABLE as exc:
-                raise _unmappable(exc) from None
+        if not async_op and self.fast.all_gather(send, recv):
             return None
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
@@ -271,7 +266,7 @@ class MPICommunicator(Communicator):
         if recv.size != send.size * self.size:
             raise ValueError(f"all_gather needs {self.size} x {send.size} receive elements, "
                              f"got {recv.size}")
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         comm = self.mpi_comm
         return self._run(lambda: comm.Allgather(src, dst), lambda: comm.Iallgather(src, dst),
@@ -287,7 +282,7 @@ class MPICommunicator(Communicator):
         if counts[self.rank] != send.size or sum(counts) != recv.size:
             raise ValueError(f"all_gather_v counts {counts} do not match send size {send.size} "
                              f"on rank {self.rank} and receive size {recv.size}")
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         spec = [dst, (counts, _displacements(counts))]
         comm = self.mpi_comm
@@ -300,7 +295,7 @@ class MPICommunicator(Communicator):
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.gather(send, recv, root, async_op)
         root = self._check_rank(root, "dst")
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = None, None
         if self.rank == root:
             if recv is None:
@@ -328,7 +323,7 @@ class MPICommunicator(Communicator):
             if send.size != recv.size * self.size:
                 raise ValueError(f"scatter needs {self.size} x {recv.size} send elements on the "
                                  f"source, got {send.size}")
-            src = _readable(send)
+            src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         comm = self.mpi_comm
         return self._run(lambda: comm.Scatter(src, dst, root),
@@ -336,15 +331,8 @@ class MPICommunicator(Communicator):
 
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work | None:
-        if (not async_op and type(send) is _ndarray and type(recv) is _ndarray
-                and send.dtype == recv.dtype and send.size == recv.size * self.size
-                and send.flags.c_contiguous and recv.flags.c_contiguous):
-            native = self._native.get(op)
-            mpi_op = native.get(send.dtype) if native is not None else None
-            if mpi_op is not None:
-                _state.seq = _next[_state.seq]
-                self.mpi_comm.Reduce_scatter_block(send, recv, mpi_op)
-                return None
+        if not async_op and self.fast.reduce_scatter(send, recv, op):
+            return None
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.reduce_scatter(send, recv, op, async_op)
@@ -355,7 +343,7 @@ class MPICommunicator(Communicator):
         plan = reduce_plan(send.dtype, op)
         if plan.datatype is None and not plan.average:
             self._native[op][send.dtype] = plan.op
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         s, r = plan.spec(src, count=dst.size), plan.spec(dst)
         finalize = _chain(self._average(dst) if plan.average else None, write_back)
@@ -375,7 +363,7 @@ class MPICommunicator(Communicator):
             raise ValueError(f"reduce_scatter_v counts {counts} do not match receive size "
                              f"{recv.size} on rank {self.rank} and send size {send.size}")
         plan = reduce_plan(send.dtype, op)
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         s, r = plan.spec(src), plan.spec(dst)
         finalize = _chain(self._average(dst) if plan.average else None, write_back)
@@ -385,15 +373,7 @@ class MPICommunicator(Communicator):
                          async_op, finalize, (src, dst))
 
     def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
-        if (not async_op and type(send) is _ndarray and type(recv) is _ndarray
-                and send.dtype == recv.dtype and send.size == recv.size
-                and send.size % self.size == 0
-                and send.flags.c_contiguous and recv.flags.c_contiguous):
-            _state.seq = _next[_state.seq]
-            try:
-                self.mpi_comm.Alltoall(send, recv)
-            except _UNMAPPABLE as exc:
-                raise _unmappable(exc) from None
+        if not async_op and self.fast.all_to_all(send, recv):
             return None
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
@@ -402,7 +382,7 @@ class MPICommunicator(Communicator):
         if send.size != recv.size or send.size % self.size:
             raise ValueError(f"all_to_all needs equal send and receive sizes divisible by "
                              f"{self.size}, got {send.size} and {recv.size}")
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         comm = self.mpi_comm
         return self._run(lambda: comm.Alltoall(src, dst), lambda: comm.Ialltoall(src, dst),
@@ -419,7 +399,7 @@ class MPICommunicator(Communicator):
         if sum(scounts) != send.size or sum(rcounts) != recv.size:
             raise ValueError(f"all_to_all_v counts ({sum(scounts)} sent, {sum(rcounts)} "
                              f"received) do not match buffer sizes {send.size} and {recv.size}")
-        src = _readable(send)
+        src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
         s = [src, (scounts, _displacements(scounts))]
         r = [dst, (rcounts, _displacements(rcounts))]
@@ -429,13 +409,7 @@ class MPICommunicator(Communicator):
 
     # -- point to point ------------------------------------------------------------------------
     def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
-        if (not async_op and type(buf) is _ndarray and type(dst) is int and 0 <= dst < self.size
-                and buf.flags.c_contiguous):
-            _state.seq = _next[_state.seq]
-            try:
-                self.mpi_comm.Send(buf, dst, tag)
-            except _UNMAPPABLE as exc:
-                raise _unmappable(exc) from None
+        if not async_op and self.fast.send(buf, dst, tag):
             return None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.send(buf, dst, tag, async_op)

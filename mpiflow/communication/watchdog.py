@@ -169,12 +169,11 @@ def blocking_sites() -> dict[str, frozenset[str]]:
     change nothing.
     """
     if not _sites:
-        from . import debug_mode, mpi
+        from . import debug_mode, fast, mpi
 
         found = {mpi._wait_all.__code__.co_filename: {
-            "<lambda>", "_run", "_wait_all", "all_reduce", "recv", "split", "split_by_color",
-            # the blocking fast paths of MPICommunicator call MPI from the method itself
-            "broadcast", "all_gather", "reduce_scatter", "all_to_all", "send"}}
+            "<lambda>", "_run", "_wait_all", "recv", "split", "split_by_color"},
+            _fast_file(): set(fast._PATHS)}
         found.setdefault(debug_mode.DebugMPICommunicator._exchange.__code__.co_filename,
                          set()).add("_exchange")
         for filename, name in _extra_sites:
@@ -259,6 +258,12 @@ def _operation_of(start: Any) -> tuple[str, Any]:
     return name, comm
 
 
+def _fast_file() -> str:
+    from . import fast
+
+    return str(fast.FastPaths.__init__.__code__.co_filename)
+
+
 def describe_stack(frame: Any) -> dict[str, Any] | None:
     """The blocking mpiflow call a thread whose innermost frame is ``frame`` is in.
 
@@ -287,6 +292,11 @@ def describe_stack(frame: Any) -> dict[str, Any] | None:
             peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
             call = _call(name, getattr(me, "mpi_comm", None), me.size,
                          peer if isinstance(peer, int) else None)
+        elif "_comm" in f.f_code.co_varnames and f.f_code.co_filename == _fast_file():
+            # A fast path (.fast): its communicator is its ``_comm`` default.
+            local = f.f_locals
+            peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
+            call = _call(name, local.get("_comm"), None, peer if isinstance(peer, int) else None)
         elif isinstance(me, Work) and name == "wait":
             what = getattr(me, "what", None)
             op, comm = _operation_of(what) if what is not None else ("an operation", None)

@@ -13,8 +13,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy
-
 from .._array_module import array_module
 from .._arrays import as_buffer, as_buffer_list
 from ..communication import Communicator, ReduceOp, Work
@@ -39,7 +37,9 @@ __all__ = [
     "send",
 ]
 
-_ndarray = numpy.ndarray
+# The world's blocking calls on plain numpy arrays: each function below tries these first
+# (they return False, doing nothing, for anything but the common valid case).
+_fast = world_comm.fast
 
 
 def resolve_group(group: ProcessGroup | None) -> ProcessGroup:
@@ -127,20 +127,19 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
+    if group is None and not async_op and _fast.all_reduce(tensor, op):
+        return None
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
         return _skipped(async_op)
-    buf = tensor if type(tensor) is _ndarray else as_buffer(tensor)
-    return comm.all_reduce(buf, op, async_op)
+    return comm.all_reduce(as_buffer(tensor), op, async_op)
 
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
               async_op: bool = False) -> Work | None:
     """Copy world rank ``src``'s ``tensor`` into ``tensor`` on every rank of the group."""
-    if group is None and type(src) is int and 0 <= src < world_comm.size:
-        # The world's fast path: its ranks are the world ranks, so src needs no translation.
-        buf = tensor if type(tensor) is _ndarray else as_buffer(tensor)
-        return world_comm.broadcast(buf, src, async_op)
+    if group is None and not async_op and _fast.broadcast(tensor, src):
+        return None  # the world's ranks are the world ranks: src needs no translation
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)
@@ -186,13 +185,13 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     ``output_tensor`` has shape ``(world * n, ...)`` or ``(world, n, ...)`` for an input of
     shape ``(n, ...)``.
     """
+    if group is None and not async_op and _fast.all_gather(input_tensor, output_tensor):
+        return None
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out = output_tensor if type(output_tensor) is _ndarray else as_buffer(output_tensor,
-                                                                          "output_tensor")
-    inp = input_tensor if type(input_tensor) is _ndarray else as_buffer(input_tensor,
-                                                                       "input_tensor")
+    out = as_buffer(output_tensor, "output_tensor")
+    inp = as_buffer(input_tensor, "input_tensor")
     _check_concat_shape(out, inp, comm.size, "output_tensor")
     return comm.all_gather(inp, out, async_op)
 
@@ -257,11 +256,13 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
 
     Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
     """
+    if group is None and not async_op and _fast.reduce_scatter(input, output, op):
+        return None
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out = output if type(output) is _ndarray else as_buffer(output, "output")
-    inp = input if type(input) is _ndarray else as_buffer(input, "input")
+    out = as_buffer(output, "output")
+    inp = as_buffer(input, "input")
     _check_concat_shape(inp, out, comm.size, "input")
     return comm.reduce_scatter(inp, out, op, async_op)
 
@@ -326,11 +327,14 @@ def all_to_all_single(output: Any, input: Any,
     Without split sizes, dim 0 is split evenly; otherwise piece ``i`` has
     ``input_split_sizes[i]`` rows and rank ``i``'s piece lands as ``output_split_sizes[i]`` rows.
     """
+    if (group is None and not async_op and output_split_sizes is None
+            and input_split_sizes is None and _fast.all_to_all(input, output)):
+        return None
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out = output if type(output) is _ndarray else as_buffer(output, "output")
-    inp = input if type(input) is _ndarray else as_buffer(input, "input")
+    out = as_buffer(output, "output")
+    inp = as_buffer(input, "input")
     if out.ndim == 0 or inp.ndim == 0:
         raise ValueError("all_to_all_single needs arrays with at least one dimension")
     if out.dtype != inp.dtype:
@@ -369,9 +373,7 @@ def _peer(g: ProcessGroup, rank: int, what: str) -> int:
 
 def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
     """Send ``tensor`` to world rank ``dst`` (blocking)."""
-    if (group is None and type(dst) is int and 0 <= dst < world_comm.size
-            and dst != world_comm.rank):
-        world_comm.send(tensor if type(tensor) is _ndarray else as_buffer(tensor), dst, tag)
+    if group is None and _fast.send(tensor, dst, tag):
         return
     g = resolve_group(group)
     if g.comm is not None:
@@ -394,9 +396,8 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
 
     Returns -1 on a rank outside ``group``.
     """
-    if (group is None and type(src) is int and 0 <= src < world_comm.size
-            and src != world_comm.rank):
-        return world_comm.recv(tensor if type(tensor) is _ndarray else as_buffer(tensor), src, tag)
+    if group is None and type(src) is int and _fast.recv(tensor, src, tag):
+        return src
     g = resolve_group(group)
     if g.comm is None:
         return -1
