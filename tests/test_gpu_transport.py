@@ -605,6 +605,58 @@ def test_nccl_point_to_point_uses_one_communicator_per_pair() -> None:
         comm.send(numpy.zeros(1), RANK)
 
 
+@needs_two
+def test_nccl_after_connect_sends_on_the_group_communicator_even_ring_first() -> None:
+    comm, backend = _nccl()
+    comm.connect()
+    assert comm.connected and backend.connects == [WORLD]
+    after, before = (RANK + 1) % WORLD, (RANK - 1) % WORLD
+    mine, got = numpy.full(4, float(RANK)), numpy.zeros(4)
+    # Every rank sends first: with pair communicators made at first contact, their set-ups
+    # would wait on each other around the ring.
+    work = comm.send(mine, after, async_op=True)
+    assert work is not None
+    comm.recv(got, before)
+    work.wait()
+    assert_same(got, numpy.full(4, float(before)))
+    assert backend.connects == [WORLD]  # no pair communicator was made
+    assert backend.calls == {"send": 1, "recv": 1}
+
+
+def test_init_process_group_nccl_connects_the_world_and_later_groups(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpiflow.distributed import process_group as pg_module
+
+    made: dict[Any, NCCLCommunicator] = {}
+
+    def device_communicator(mpi: Any) -> NCCLCommunicator:
+        if mpi not in made:
+            made[mpi] = NCCLCommunicator(mpi, HostOps(), FakeNccl(has_avg=True))
+        return made[mpi]
+
+    monkeypatch.setattr(pg_module, "_backend", pg_module._backend)
+    monkeypatch.setattr(pg_module, "_connect_new_groups", False)
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(device_module, "device_communicator", device_communicator)
+    flow.distributed.init_process_group(backend="nccl")
+    assert made[world_comm].connected and made[world_comm]._p2p_on_group
+    group = flow.distributed.new_group(list(range(WORLD)))
+    assert made[group.comm].connected and made[group.comm]._p2p_on_group
+
+
+def test_init_process_group_nccl_without_a_gpu_connects_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpiflow.distributed import process_group as pg_module
+
+    monkeypatch.setattr(pg_module, "_backend", pg_module._backend)
+    monkeypatch.setattr(pg_module, "_connect_new_groups", False)
+    monkeypatch.setattr(cuda, "is_available", lambda: False)
+    flow.distributed.init_process_group(backend="nccl")
+    assert not pg_module._connect_new_groups
+    assert world_comm._device_comm is None or not isinstance(world_comm._device_comm,
+                                                             NCCLCommunicator)
+
+
 def test_nccl_takes_host_arrays_too() -> None:
     comm, _ = _nccl()
     x = numpy.ones(3)

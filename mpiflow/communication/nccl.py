@@ -4,7 +4,13 @@ One NCCL communicator per mpiflow group, made the first time a collective of the
 device arrays: group rank 0 draws NCCL's unique id, MPI broadcasts it, and every member joins
 (``ncclCommInitRank``). It is cached for the life of the group. Point-to-point messages use a
 two-rank NCCL communicator per pair of peers, set up by the pair alone the first time they
-talk (the lower rank sends the id over MPI), so a send never needs the rest of the group.
+talk (the lower rank sends the id over MPI), so a send never needs the rest of the group;
+after :meth:`NCCLCommunicator.connect` (which ``init_process_group(backend="nccl")`` calls for
+the world and ``new_group`` then for every new group) they use the group's communicator
+instead. That matters because NCCL's set-up blocks until both sides join: if every rank's first
+message goes to a neighbour who is itself first sending to its own (``isend`` to ``rank + 1``,
+then ``irecv``), the pairs' set-ups wait on each other in a cycle, while the group's
+communicator exists before any message is sent.
 
 | operation | NCCL |
 |---|---|
@@ -14,7 +20,7 @@ talk (the lower rank sends the id over MPI), so a send never needs the rest of t
 | broadcast, all_gather | ``ncclBroadcast``, ``ncclAllGather`` (as bytes) |
 | all_gather_v, reduce_scatter_v | grouped broadcasts / grouped reduces, one per rank |
 | gather, scatter, all_to_all(_v) | grouped ``ncclSend``/``ncclRecv`` (``groupStart/End``) |
-| send, recv, irecv | ``ncclSend``/``ncclRecv`` on the pair's communicator |
+| send, recv, irecv | ``ncclSend``/``ncclRecv`` on the pair's (or, after connect, the group's) |
 | barrier | MPI barrier after this group's NCCL work has finished |
 
 What NCCL lacks (bitwise reductions, bool xor, complex product, int16 and other dtypes) goes to
@@ -189,6 +195,7 @@ class NCCLCommunicator(Communicator):
         self._pool = pool
         self._comm: Any = None
         self._pairs: dict[int, Any] = {}
+        self._p2p_on_group = False
         self._lock = threading.RLock()
         self._last: Marker | None = None
 
@@ -216,6 +223,28 @@ class NCCLCommunicator(Communicator):
                 self._comm = self._backend.connect(self.size, tuple(int(v) for v in uid),
                                                    self.rank, self.mpi.mpi_comm, None)
             return self._comm
+
+    def connect(self) -> None:
+        """Make the group's NCCL communicator now; send and recv use it from then on.
+
+        Collective over the group: every member must call it, before any of them sends or
+        receives device arrays on this communicator (so that both ends of every message use
+        the same NCCL communicator).
+
+        Examples:
+            >>> device = device_communicator(world_comm)
+            >>> device.connect()   # on every rank, e.g. at start-up
+        """
+        with self._lock:
+            self._group()
+            self._p2p_on_group = True
+
+    def _peer_comm(self, peer: int) -> tuple[Any, int]:
+        """The NCCL communicator that carries messages to and from ``peer``, and its rank there."""
+        with self._lock:
+            if self._p2p_on_group:
+                return self._group(), peer
+            return self._pair(peer)
 
     def _pair(self, peer: int) -> tuple[Any, int]:
         """The two-rank NCCL communicator shared with ``peer`` and the peer's rank in it."""
@@ -629,8 +658,7 @@ class NCCLCommunicator(Communicator):
         peer = self._peer(dst, "dst")
         after: list[_Step] = []
         dev = self._device(buf, True, False, after)
-        with self._lock:
-            comm, index = self._pair(peer)
+        comm, index = self._peer_comm(peer)
         ptr, nbytes, stream = self._ops.pointer(dev), dev.nbytes, self._ops.stream()
         u8 = self._backend.dtype("uint8")
 
@@ -644,8 +672,7 @@ class NCCLCommunicator(Communicator):
         peer = self._peer(src, "src")
         after: list[_Step] = []
         dev = self._device(buf, False, True, after)
-        with self._lock:
-            comm, index = self._pair(peer)
+        comm, index = self._peer_comm(peer)
         ptr, nbytes, stream = self._ops.pointer(dev), dev.nbytes, self._ops.stream()
         u8 = self._backend.dtype("uint8")
 

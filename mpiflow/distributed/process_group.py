@@ -96,6 +96,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if rank not in (-1, None) and int(rank) != world_group.rank():
         raise ValueError(f"rank={rank} but MPI gave this process rank {world_group.rank()}")
     _backend = name
+    if name == Backend.NCCL:
+        global _connect_new_groups
+        _connect_new_groups = _connect_nccl(world_group)
     if timeout is not None:  # PyTorch's timeout bounds every collective: the watchdog's limit
         from ..communication import watchdog
 
@@ -157,4 +160,33 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: str 
         >>> evens = dist.new_group([r for r in range(dist.get_world_size()) if r % 2 == 0])
         >>> dist.all_reduce(x, group=evens)   # a no-op on odd ranks
     """
-    return _new_group(ranks)
+    group = _new_group(ranks)
+    if _connect_new_groups and group.comm is not None:
+        _connect_nccl(group)
+    return group
+
+
+_connect_new_groups = False  # set by init_process_group(backend="nccl") on a GPU
+
+
+def _connect_nccl(group: ProcessGroup) -> bool:
+    """Make ``group``'s NCCL communicator now, when its device arrays go over NCCL.
+
+    Collective over the group. With it, point-to-point messages use the group's communicator,
+    which exists before any message, instead of a pair's made at the first one (see
+    :mod:`mpiflow.communication.nccl`). Returns whether it did; without CuPy, a device, or
+    NCCL as the transport, it does nothing.
+    """
+    from .. import cuda
+    from ..communication.mpi import MPICommunicator
+
+    if not isinstance(group.comm, MPICommunicator) or not cuda.is_available():
+        return False
+    from ..communication.device import device_communicator
+    from ..communication.nccl import NCCLCommunicator
+
+    device = device_communicator(group.comm)
+    if not isinstance(device, NCCLCommunicator):
+        return False
+    device.connect()
+    return True
