@@ -170,8 +170,9 @@ def _grad(speedup: float, nranks: int = 4, hi: int = 1 << 20) -> GradSyncResult:
                           (("packed", (("all_reduce", 1),)),
                            ("fused_small", (("all_reduce", 41),)),
                            ("per_tensor", (("all_reduce", 100),)),
-                           ("raw_per_tensor", ())),
-                          _timings(GRAD_SIDES, (1e-3, 0.5e-3, speedup * 1e-3, speedup * 1e-3)))
+                           ("raw_per_tensor", ()), ("raw_one_buffer", ())),
+                          _timings(GRAD_SIDES, (1e-3, 0.5e-3, speedup * 1e-3, speedup * 1e-3,
+                                                0.9e-3)))
 
 
 def _ddp() -> DDPResult:
@@ -201,7 +202,8 @@ def test_grad_sync_table_and_goal() -> None:
     text = format_grad_sync([missed, _grad(20.0, hi=4096)])
     assert "100 tensors, 1Ki..1Mi elements" in text and "100 tensors, 1Ki..4Ki" in text
     assert "1/41/100" in text and "goal >= 5x at 4 ranks: MISSED" in text
-    assert "(fused_small: 3.00x)" in text and missed.fused_speedup == 3.0
+    assert "(fused_small: 3.00x; bound 1.67x: one raw all-reduce" in text
+    assert missed.fused_speedup == 3.0 and missed.bound == pytest.approx(1.5 / 0.9)
     assert "judged at 4 ranks (here 2)" in format_grad_sync([_grad(9.0, nranks=2)])
     data = json.loads(json.dumps(met.to_json()))
     assert data["goal"] == {"min_speedup": 5.0, "ranks": 4, "applies": True, "met": True}

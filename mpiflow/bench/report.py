@@ -284,7 +284,9 @@ _GRAD_NAMES = {"packed": "dist.sync_gradients(model, average=False)",
                "fused_small": "the tensors below {fuse} packed as sync_gradients packs them, the "
                               "others all-reduced in place",
                "per_tensor": "dist.all_reduce(p.grad) per parameter",
-               "raw_per_tensor": "comm.Allreduce(IN_PLACE, g, SUM) per parameter"}
+               "raw_per_tensor": "comm.Allreduce(IN_PLACE, g, SUM) per parameter",
+               "raw_one_buffer": "comm.Allreduce(IN_PLACE, flat, SUM) of the one buffer all "
+                                 "gradients are views of"}
 
 
 def _goal_text(result: GradSyncResult) -> str:
@@ -305,12 +307,14 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
         + "; ".join(f"{k}: `{v}`" if k != "fused_small" else f"{k}: {v.format(fuse=fuse)}"
                     for k, v in _GRAD_NAMES.items())
         + "; speedup: per_tensor time / packed (or fused_small) time, paired by round; "
+          "bound: per_tensor / raw_one_buffer, the most any packing can gain here; "
           f"goal: sync_gradients >= {GRAD_SYNC_GOAL:g}x faster than per_tensor at 4 ranks, for "
           "100 tensors of 1 Ki..1 Mi elements"], markdown)
     header = ["model", "total", "iters", "packed ms", "fused_small ms", "per_tensor ms",
-              "raw_per_tensor ms", "speedup packed", "speedup fused_small",
-              "speedup packed vs raw", "calls packed/fused/per_tensor", "goal"]
-    right = [False, True, True, True, True, True, True, True, True, True, True, False]
+              "raw_per_tensor ms", "raw_one_buffer ms", "speedup packed",
+              "speedup fused_small", "speedup packed vs raw", "bound",
+              "calls packed/fused/per_tensor", "goal"]
+    right = [False, *[True] * (len(header) - 2), False]
     cells = []
     for r in results:
         t = r.timings
@@ -318,7 +322,7 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
                       approx_bytes(r.nbytes), str(r.iters),
                       *(f"{t.time(s) * 1e3:.3f}" for s in t.sides),
                       f"{r.speedup:.2f}x", f"{r.fused_speedup:.2f}x",
-                      f"{r.raw_speedup:.2f}x",
+                      f"{r.raw_speedup:.2f}x", f"{r.bound:.2f}x",
                       f"{r.calls('packed')}/{r.calls('fused_small')}/{r.calls('per_tensor')}",
                       _goal_text(r)])
     lines = [*head, *format_grid(header, cells, right, markdown)]
@@ -326,8 +330,9 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
         if r.is_goal_model:
             lines += ["", f"summary grad_sync: sync_gradients {r.speedup:.2f}x as fast as "
                           f"per-parameter all_reduce at {r.nranks} rank(s) (fused_small: "
-                          f"{r.fused_speedup:.2f}x); goal >= {GRAD_SYNC_GOAL:g}x at 4 "
-                          f"ranks: {_goal_text(r)}"]
+                          f"{r.fused_speedup:.2f}x; bound {r.bound:.2f}x: one raw "
+                          f"all-reduce of every gradient at once); goal >= "
+                          f"{GRAD_SYNC_GOAL:g}x at 4 ranks: {_goal_text(r)}"]
     return "\n".join(lines)
 
 

@@ -56,7 +56,7 @@ GRAD_SYNC_GOAL = 5.0
 at 4 ranks, for the 100-tensor model of 1 Ki..1 Mi elements."""
 
 _SYNC_BUCKET_BYTES = 64 << 20  # sync_gradients' bucket size
-GRAD_SIDES = ("packed", "fused_small", "per_tensor", "raw_per_tensor")
+GRAD_SIDES = ("packed", "fused_small", "per_tensor", "raw_per_tensor", "raw_one_buffer")
 DDP_SIDES = ("ddp", "ddp_one_bucket", "sync_after", "local")
 
 
@@ -117,6 +117,13 @@ class GradSyncResult:
         return self.timings.ratio("raw_per_tensor", "packed")
 
     @property
+    def bound(self) -> float:
+        """Per-parameter ``dist.all_reduce`` time over one raw ``Allreduce`` of every gradient
+        at once (paired by round): the most any packing can gain, since it still moves every
+        byte through one all-reduce at least."""
+        return self.timings.ratio("per_tensor", "raw_one_buffer")
+
+    @property
     def fused_speedup(self) -> float:
         """Per-parameter ``dist.all_reduce`` time over the ``fused_small`` time (paired)."""
         return self.timings.ratio("per_tensor", "fused_small")
@@ -144,6 +151,7 @@ class GradSyncResult:
                 "collectives": {side: dict(ops) for side, ops in self.collectives},
                 "fuse_bytes": self.fuse_bytes, "speedup": self.speedup,
                 "raw_speedup": self.raw_speedup, "fused_speedup": self.fused_speedup,
+                "bound": self.bound,
                 "goal": {"min_speedup": GRAD_SYNC_GOAL, "ranks": 4,
                          "applies": self.goal_met is not None, "met": self.goal_met},
                 "sides": self.timings.to_json()}
@@ -151,7 +159,11 @@ class GradSyncResult:
 
 def build_grad_sync(sizes: list[int], comm: Any = None, fuse_bytes: int = 256 << 10
                     ) -> tuple[Any, dict[str, Callable[[], Any]]]:
-    """A module holding one float32 parameter per size, zero gradients, and the four syncs.
+    """A module holding one float32 parameter per size, zero gradients, and the five syncs.
+
+    The gradients are consecutive views of one flat buffer, so that the ``raw_one_buffer``
+    side (one raw ``Allreduce`` of that buffer: the floor of every packing scheme) sums the
+    same gradients as the others.
 
     Args:
         sizes: the parameters' element counts.
@@ -161,12 +173,14 @@ def build_grad_sync(sizes: list[int], comm: Any = None, fuse_bytes: int = 256 <<
     Returns:
         The module and its sync calls by side (:data:`GRAD_SIDES`); no communication yet.
     """
-    from ..creation import zeros
+    from ..creation import from_numpy, zeros
     from ..nn import Module, Parameter
 
     comm = world_comm.mpi_comm if comm is None else comm
     model = Module()
-    grads = [zeros(size) for size in sizes]
+    flat = numpy.zeros(sum(sizes), dtype=numpy.float32)
+    offsets = numpy.cumsum([0, *sizes]).tolist()
+    grads = [from_numpy(flat[offsets[i]:offsets[i + 1]]) for i in range(len(sizes))]
     for i, (size, grad) in enumerate(zip(sizes, grads, strict=True)):
         p = Parameter(zeros(size))
         p.grad = grad
@@ -199,14 +213,17 @@ def build_grad_sync(sizes: list[int], comm: Any = None, fuse_bytes: int = 256 <<
         for a in arrays:
             allreduce(in_place, a, total)
 
+    def raw_one_buffer() -> None:
+        allreduce(in_place, flat, total)
+
     return model, {"packed": packed, "fused_small": fused_small, "per_tensor": per_tensor,
-                   "raw_per_tensor": raw_per_tensor}
+                   "raw_per_tensor": raw_per_tensor, "raw_one_buffer": raw_one_buffer}
 
 
 def run_grad_sync(settings: Settings) -> list[GradSyncResult]:
-    """Measure the four syncs of every model of ``settings.grad_ranges`` (collective).
+    """Measure the five syncs of every model of ``settings.grad_ranges`` (collective).
 
-    Each model's four sides are timed in ``settings.rounds`` interleaved rounds, with
+    Each model's five sides are timed in ``settings.rounds`` interleaved rounds, with
     ``settings.timed_iterations(bytes)`` syncs per batch; the collectives of one sync of each
     side are counted first.
 
