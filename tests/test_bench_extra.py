@@ -122,14 +122,17 @@ def test_settings_of_the_suites() -> None:
     assert s.suites == ("redistribution", "grad_sync", "ddp") and s.ops == ()
     assert s.redist_sizes == (64 << 10, MiB) and s.grad_ranges == ((1024, 64 << 10),)
     assert s.grad_tensors == 10 and s.ddp_width == 64 and s.checkpoint_bytes == MiB
-    assert s.grad_fuse_bytes == 256 << 10
+    assert s.grad_fuse_bytes == 256 << 10 and s.grad_chunk_bytes == 16 << 20
+    assert settings_from_args(parse(["--grad-chunk", "4MiB"])).grad_chunk_bytes == 4 << 20
     assert settings_from_args(parse(["--suite", "all"])).suites == SUITES
     with pytest.raises(ValueError, match="--ops picks cases of the osu suite"):
         settings_from_args(parse(["--suite", "ddp", "--ops", "all_reduce"]))
     with pytest.raises(ValueError, match="runs the osu suite only"):
         settings_from_args(parse(["--device", "cuda", "--suite", "all"]))
-    with pytest.raises(ValueError, match="--grad-tensors, --grad-fuse must be positive"):
-        settings_from_args(parse(["--grad-tensors", "0", "--grad-fuse", "0"]))
+    with pytest.raises(ValueError,
+                       match="--grad-tensors, --grad-fuse, --grad-chunk must be positive"):
+        settings_from_args(parse(["--grad-tensors", "0", "--grad-fuse", "0",
+                                  "--grad-chunk", "0"]))
     cuda = settings_from_args(parse(["--device", "cuda"]))
     assert cuda.ops == tuple(c.name for c in select(device="cuda"))
 
@@ -170,7 +173,7 @@ def _grad(speedup: float, nranks: int = 4, hi: int = 1 << 20) -> GradSyncResult:
                           (("packed", (("all_reduce", 1),)),
                            ("fused_small", (("all_reduce", 41),)),
                            ("per_tensor", (("all_reduce", 100),)),
-                           ("raw_per_tensor", ()), ("raw_one_buffer", ())),
+                           ("raw_per_tensor", ()), ("raw_chunked", ())),
                           _timings(GRAD_SIDES, (1e-3, 0.5e-3, speedup * 1e-3, speedup * 1e-3,
                                                 0.9e-3)))
 
@@ -202,7 +205,7 @@ def test_grad_sync_table_and_goal() -> None:
     text = format_grad_sync([missed, _grad(20.0, hi=4096)])
     assert "100 tensors, 1Ki..1Mi elements" in text and "100 tensors, 1Ki..4Ki" in text
     assert "1/41/100" in text and "goal >= 5x at 4 ranks: MISSED" in text
-    assert "(fused_small: 3.00x; bound 1.67x: one raw all-reduce" in text
+    assert "(fused_small: 3.00x; bound 1.67x: raw all-reduces" in text
     assert missed.fused_speedup == 3.0 and missed.bound == pytest.approx(1.5 / 0.9)
     assert "judged at 4 ranks (here 2)" in format_grad_sync([_grad(9.0, nranks=2)])
     data = json.loads(json.dumps(met.to_json()))
@@ -322,7 +325,7 @@ def test_redistribution_suite_in_process() -> None:
 def test_grad_sync_sides_sum_the_same() -> None:
     sizes = [3, 5, 7]
     for side in GRAD_SIDES:
-        model, calls = build_grad_sync(sizes)
+        model, calls = build_grad_sync(sizes, chunk_bytes=8)  # raw_chunked: 2 floats a piece
         grads = [p.grad.numpy() for p in model.parameters()]
         for g in grads:
             g[...] = RANK + 1

@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--grad-fuse", type=_byte_count, default=256 << 10, metavar="N",
                    help="the fused_small side packs the tensors smaller than N bytes and "
                         "all-reduces the others in place (default 256KiB)")
+    g.add_argument("--grad-chunk", type=_byte_count, default=16 << 20, metavar="N",
+                   help="the raw_chunked side all-reduces the flat gradient buffer in pieces "
+                        "of N bytes (default 16MiB)")
     g = p.add_argument_group("ddp")
     g.add_argument("--ddp-layers", type=int, default=8, metavar="N",
                    help="Linear layers (default 8)")
@@ -191,6 +194,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
               "--ddp-width": args.ddp_width, "--ddp-batch": args.ddp_batch,
               "--checkpoint-repeat": args.checkpoint_repeat}
     amounts = {"--ddp-bucket-mb": args.ddp_bucket_mb, "--grad-fuse": args.grad_fuse,
+               "--grad-chunk": args.grad_chunk,
                "--checkpoint-size": args.checkpoint_size}
     bad = [name for name, value in {**counts, **amounts}.items() if value <= 0]
     if bad:
@@ -201,7 +205,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     redist_sizes=tuple(args.redist_sizes or REDIST_SIZES),
                     grad_tensors=args.grad_tensors,
                     grad_ranges=tuple(args.grad_range or GRAD_RANGES),
-                    grad_fuse_bytes=args.grad_fuse,
+                    grad_fuse_bytes=args.grad_fuse, grad_chunk_bytes=args.grad_chunk,
                     ddp_layers=args.ddp_layers, ddp_width=args.ddp_width,
                     ddp_batch=args.ddp_batch, ddp_bucket_mb=args.ddp_bucket_mb,
                     checkpoint_bytes=args.checkpoint_size, checkpoint_dir=args.checkpoint_dir,

@@ -157,6 +157,8 @@ class Settings:
             (float32, log-spaced in between).
         grad_fuse_bytes: the gradient sync's ``fused_small`` side packs the tensors smaller
             than this and all-reduces the others in place.
+        grad_chunk_bytes: the ``raw_chunked`` side all-reduces the flat gradient buffer in
+            pieces of this many bytes.
         ddp_layers: Linear layers of the DDP model.
         ddp_width: their input and output features.
         ddp_batch: the batch of each DDP step (rows per rank).
@@ -180,6 +182,7 @@ class Settings:
     grad_tensors: int = GRAD_TENSORS
     grad_ranges: tuple[tuple[int, int], ...] = GRAD_RANGES
     grad_fuse_bytes: int = 256 << 10
+    grad_chunk_bytes: int = 16 << 20
     ddp_layers: int = 8
     ddp_width: int = 1024
     ddp_batch: int = 32
