@@ -183,10 +183,12 @@ def _all_to_all(ctx: Context, layout: Layout, vs: str) -> Prepared:
 
         def launch(nccl: Any, comm: Any, dt: int, s: int) -> None:
             nccl.groupStart()
-            for peer in range(ctx.nranks):
-                comm.send(send.data.ptr + peer * chunk * item, chunk, dt, peer, s)
-                comm.recv(recv.data.ptr + peer * chunk * item, chunk, dt, peer, s)
-            nccl.groupEnd()
+            try:  # an error must not leave NCCL's group open for every later call
+                for peer in range(ctx.nranks):
+                    comm.send(send.data.ptr + peer * chunk * item, chunk, dt, peer, s)
+                    comm.recv(recv.data.ptr + peer * chunk * item, chunk, dt, peer, s)
+            finally:
+                nccl.groupEnd()
 
         raw = _raw_nccl_call(ctx, launch)
     return Prepared(flow, raw, send, recv)
