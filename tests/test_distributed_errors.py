@@ -220,6 +220,30 @@ def test_non_numeric_dtype():
         dist.all_reduce(numpy.array([object()]))
 
 
+def test_non_native_byte_order():
+    swapped = numpy.arange(4).astype(">f4")
+    with pytest.raises(TypeError, match="machine's byte order.*newbyteorder"):
+        dist.all_reduce(swapped)
+    with pytest.raises(TypeError, match="machine's byte order"):
+        dist.all_gather_into_tensor(numpy.empty(4 * WORLD, ">i8"), numpy.zeros(4, ">i8"))
+    with pytest.raises(TypeError, match="machine's byte order"):
+        dist.broadcast(numpy.zeros(3, ">i4"), 0)
+
+
+def test_read_only_outputs():
+    frozen = numpy.zeros(4, "f4")
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        dist.all_reduce(frozen)
+    out = numpy.zeros(4 * WORLD, "f4")
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        dist.all_gather_into_tensor(out, numpy.zeros(4, "f4"))
+    got = numpy.zeros(4 * WORLD, "f4")
+    dist.all_gather_into_tensor(got, frozen)  # a read-only input is fine
+    numpy.testing.assert_array_equal(got, numpy.zeros(4 * WORLD))
+
+
 # -- non-arrays and groups --------------------------------------------------------------------
 
 

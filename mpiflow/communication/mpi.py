@@ -33,8 +33,16 @@ _ndarray = numpy.ndarray
 _UNMAPPABLE = (KeyError, BufferError)
 
 
-def _unmappable(exc: Exception) -> TypeError:
-    return TypeError(f"collectives move arrays of numeric or bool dtypes only ({exc})")
+def _unmappable(exc: Exception) -> Exception:
+    """The clear error for what mpi4py refused to take as a buffer."""
+    text = str(exc)
+    if "writable" in text:
+        return ValueError(f"a collective writes into an array that is read-only ({text}); "
+                          "pass a writable array (numpy.array(x) makes one)")
+    if "byte order" in text:
+        return TypeError(f"collectives need the machine's byte order ({text}); convert first: "
+                         "x.astype(x.dtype.newbyteorder('='))")
+    return TypeError(f"collectives move arrays of numeric or bool dtypes only ({text})")
 
 
 def _device_route(comm: MPICommunicator, *bufs: Any) -> Communicator | None:

@@ -78,6 +78,9 @@ def check_reduce_dtype(op: ReduceOp, dtype: Any) -> None:
     kind = numpy.dtype(dtype).kind
     if kind not in "biufc":
         raise TypeError(f"collectives need a numeric or bool dtype, got {numpy.dtype(dtype)}")
+    if not numpy.dtype(dtype).isnative:
+        raise TypeError(f"collectives need the machine's byte order, got {numpy.dtype(dtype)} "
+                        "(convert first: x.astype(x.dtype.newbyteorder('=')))")
     if op is ReduceOp.AVG and kind not in "fc":
         raise TypeError(
             f"ReduceOp.AVG needs a floating point or complex dtype, got {numpy.dtype(dtype)} "
