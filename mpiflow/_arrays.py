@@ -42,6 +42,9 @@ def as_buffer(obj: Any, what: str = "tensor") -> Any:
     """
     if type(obj) is numpy.ndarray:
         return obj
+    exact = _converters.get(type(obj))  # the common case, one lookup: an mpiflow Tensor
+    if exact is not None:
+        return exact(obj)
     for cls, convert in _converters.items():
         if isinstance(obj, cls):
             return convert(obj)
