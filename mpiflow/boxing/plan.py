@@ -263,9 +263,14 @@ def plan_redistribution(shape: Sequence[int], dtype_itemsize: int, src: Layout,
         >>> plan_redistribution((4,), 4, Layout(p, partial_sum), Layout(p, split(0)))
         (ReduceScatter(axis=0, dim=0, op=SUM),)
     """
-    shape = tuple(int(n) for n in shape)
+    return _checked_plan(tuple(int(n) for n in shape), int(dtype_itemsize), src, dst)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_plan(shape: tuple[int, ...], itemsize: int, src: Layout, dst: Layout) -> Plan:
+    # The checks are cached with the plan (a call that raises caches nothing).
     check_shape(shape, src.sbp)
     check_shape(shape, dst.sbp)
     if src == dst:
         return ()
-    return _plan(shape, int(dtype_itemsize), src, dst)
+    return _plan(shape, itemsize, src, dst)
