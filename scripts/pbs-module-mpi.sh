@@ -26,6 +26,9 @@ fi
 export LD_LIBRARY_PATH="$(dirname "$MPI4PY_LIBMPI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 NP="$(wc -l < "${PBS_NODEFILE}")"
 export OMP_NUM_THREADS=1                         # cores per rank: ncpus / mpiprocs
+# Keep freed memory for reuse (large tensors and MPI buffers skip the kernel's page zeroing;
+# the process holds on to what it freed): docs/running.md#memory-allocation
+# export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 read -r -a PROGRAM <<< "${MPIFLOW_PROGRAM:-examples/hello.py}"
 
 python -m mpiflow info | grep "MPI library"        # must name the module's MPI

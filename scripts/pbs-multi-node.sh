@@ -13,6 +13,9 @@ cd "${PBS_O_WORKDIR:-.}"
 source "${MPIFLOW_VENV:-.venv}/bin/activate"      # on a file system every node sees
 NP="$(wc -l < "${PBS_NODEFILE}")"
 export OMP_NUM_THREADS=1                         # cores per rank: ncpus / mpiprocs
+# Keep freed memory for reuse (large tensors and MPI buffers skip the kernel's page zeroing;
+# the process holds on to what it freed): docs/running.md#memory-allocation
+# export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 read -r -a PROGRAM <<< "${MPIFLOW_PROGRAM:-examples/hello.py}"
 
 # Hydra starts a proxy on each host of the node file with ssh (PBS lets a job ssh to its own

@@ -13,6 +13,9 @@ cd "${PBS_O_WORKDIR:-.}"
 source "${MPIFLOW_VENV:-.venv}/bin/activate"      # pip install -e ".[mpich]" made it
 NP="$(wc -l < "${PBS_NODEFILE}")"                  # one line per MPI process (mpiprocs)
 export OMP_NUM_THREADS=1                         # cores per rank: ncpus / mpiprocs
+# Keep freed memory for reuse (large tensors and MPI buffers skip the kernel's page zeroing;
+# the process holds on to what it freed): docs/running.md#memory-allocation
+# export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 read -r -a PROGRAM <<< "${MPIFLOW_PROGRAM:-examples/hello.py}"
 
 mpiexec -n "$NP" python "${PROGRAM[@]}"

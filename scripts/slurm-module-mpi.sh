@@ -27,6 +27,9 @@ if [ ! -e "$MPI4PY_LIBMPI" ]; then
 fi
 export LD_LIBRARY_PATH="$(dirname "$MPI4PY_LIBMPI")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
+# Keep freed memory for reuse (large tensors and MPI buffers skip the kernel's page zeroing;
+# the process holds on to what it freed): docs/running.md#memory-allocation
+# export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 if [ "$#" -eq 0 ]; then set -- examples/hello.py; fi
 
 python -m mpiflow info | grep "MPI library"        # must name the module's MPI

@@ -14,6 +14,9 @@ set -euo pipefail
 cd "${SLURM_SUBMIT_DIR:-.}"
 source "${MPIFLOW_VENV:-.venv}/bin/activate"      # on a file system every node sees
 export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
+# Keep freed memory for reuse (large tensors and MPI buffers skip the kernel's page zeroing;
+# the process holds on to what it freed): docs/running.md#memory-allocation
+# export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 if [ "$#" -eq 0 ]; then set -- examples/hello.py; fi
 
 # Hydra starts one proxy per node with srun, and the proxies start the ranks. The ranks on

@@ -14,6 +14,9 @@ set -euo pipefail
 cd "${SLURM_SUBMIT_DIR:-.}"
 source "${MPIFLOW_VENV:-.venv}/bin/activate"      # pip install -e ".[mpich]" made it
 export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
+# Keep freed memory for reuse (large tensors and MPI buffers skip the kernel's page zeroing;
+# the process holds on to what it freed): docs/running.md#memory-allocation
+# export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 if [ "$#" -eq 0 ]; then set -- examples/hello.py; fi
 
 # The wheel's Hydra reads the allocation from Slurm and starts the ranks through srun.
