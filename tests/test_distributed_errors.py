@@ -222,7 +222,7 @@ def test_non_numeric_dtype():
 
 def test_non_native_byte_order():
     swapped = numpy.arange(4).astype(">f4")
-    with pytest.raises(TypeError, match="machine's byte order.*newbyteorder"):
+    with pytest.raises(TypeError, match=r"machine's byte order.*newbyteorder"):
         dist.all_reduce(swapped)
     with pytest.raises(TypeError, match="machine's byte order"):
         dist.all_gather_into_tensor(numpy.empty(4 * WORLD, ">i8"), numpy.zeros(4, ">i8"))
