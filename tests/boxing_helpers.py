@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy
@@ -44,12 +44,18 @@ def _decompose(value: Any, op: ReduceOp, k: int, rng: numpy.random.Generator) ->
     return parts
 
 
-def all_shards(full: Any, layout: Layout, seed: int = 1) -> dict[tuple[int, ...], Any]:
+Decompose = Callable[[Any, ReduceOp, int, numpy.random.Generator], list[Any]]
+
+
+def all_shards(full: Any, layout: Layout, seed: int = 1,
+               decompose: Decompose | None = None) -> dict[tuple[int, ...], Any]:
     """Every rank's shard of ``full`` by mesh coordinates, partial axes decomposed at random.
 
     Mesh axes are applied in order, as the layouts define: S keeps a balanced part of the
-    current extent, B copies, P splits the value into random parts that reduce to it.
+    current extent, B copies, P splits the value into random parts that reduce to it
+    (with ``decompose(value, op, k, rng)``, this module's own by default).
     """
+    decompose = _decompose if decompose is None else decompose
     rng = numpy.random.default_rng(seed)
     mesh = layout.placement.mesh_shape
     level: dict[tuple[int, ...], Any] = {(): full}
@@ -58,7 +64,7 @@ def all_shards(full: Any, layout: Layout, seed: int = 1) -> dict[tuple[int, ...]
         for prefix, value in level.items():
             k = mesh[axis]
             if isinstance(s, Partial):
-                children = _decompose(value, s.op, k, rng)
+                children = decompose(value, s.op, k, rng)
             elif isinstance(s, Split):
                 children = []
                 for i in range(k):

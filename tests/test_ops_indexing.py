@@ -6,31 +6,11 @@ from typing import Any
 
 import numpy
 import pytest
+from global_helpers import ALL, S0, S1, S2, SIZE, B, N, P, full, make
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
 from mpiflow.communication import count_collectives
-
-RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
-ALL = flow.placement("cpu", list(range(SIZE)))
-S0, S1, S2, B, P = (flow.sbp.split(0), flow.sbp.split(1), flow.sbp.split(2),
-                    flow.sbp.broadcast, flow.sbp.partial_sum)
-N = 3 * SIZE + 1  # uneven everywhere
-
-
-def full(shape: tuple[int, ...], seed: int = 0) -> numpy.ndarray:
-    return numpy.random.default_rng(seed).integers(-9, 9, size=shape).astype(numpy.float64)
-
-
-def make(value: numpy.ndarray, sbp: Any, placement: flow.placement = ALL) -> flow.Tensor:
-    """A global tensor of ``value``; a partial one gets different (summing) parts per rank."""
-    if sbp != P:
-        return flow.tensor(value, placement=placement, sbp=sbp)
-    rng = numpy.random.default_rng(7)
-    parts = [rng.integers(-5, 5, size=value.shape).astype(value.dtype) for _ in range(SIZE)]
-    parts[0] = value - sum(parts[1:], numpy.zeros_like(value))
-    return flow.tensor(parts[RANK]).to_global(placement, P)
-
 
 BASIC = [
     0, -1, 2, slice(None), slice(1, None), slice(None, None, 2), slice(None, None, -1),

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy
 import pytest
-from boxing_helpers import reduced_shards, wrong_ranks
+from boxing_helpers import all_shards, reduced_shards, wrong_ranks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +31,7 @@ from mpiflow.boxing import Layout
 from mpiflow.communication import ReduceOp
 from mpiflow.communication.group import world_comm
 from mpiflow.placement import Placement
-from mpiflow.sbp import Partial, SbpParallel, Split, balanced_bounds
+from mpiflow.sbp import Partial, SbpParallel, Split
 
 RANK, SIZE = world_comm.rank, world_comm.size
 S0, S1, B = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast
@@ -80,31 +80,8 @@ def _decompose(value: Any, op: ReduceOp, k: int, rng: numpy.random.Generator) ->
             for i in range(k)]
 
 
-def _shards(full: Any, layout: Layout, seed: int) -> dict[tuple[int, ...], Any]:
-    """Every mesh position's shard of ``full``, axis by axis as the layouts define."""
-    rng = numpy.random.default_rng(seed)
-    mesh = layout.placement.mesh_shape
-    level: dict[tuple[int, ...], Any] = {(): full}
-    for axis, s in enumerate(layout.sbp):
-        k, nxt = mesh[axis], {}
-        for prefix, value in level.items():
-            if isinstance(s, Partial):
-                children = _decompose(value, s.op, k, rng)
-            elif isinstance(s, Split):
-                children = []
-                for i in range(k):
-                    lo, hi = balanced_bounds(value.shape[s.dim], k, i)
-                    children.append(value[(slice(None),) * s.dim + (slice(lo, hi),)])
-            else:
-                children = [value] * k
-            for i, child in enumerate(children):
-                nxt[(*prefix, i)] = child
-        level = nxt
-    return level
-
-
 def _my_shard(full: Any, layout: Layout, seed: int) -> Any:
-    shards = _shards(full, layout, seed)  # on every rank alike, members or not
+    shards = all_shards(full, layout, seed, _decompose)  # on every rank alike, members or not
     coords = layout.placement.coordinates(RANK)
     if coords is None:
         return numpy.empty((0,), dtype=full.dtype)
