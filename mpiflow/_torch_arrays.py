@@ -1,0 +1,232 @@
+"""PyTorch tensors as the arrays mpiflow's communicators move, zero-copy where the memory allows.
+
+A CPU tensor becomes a numpy view of its own memory (strided tensors give strided views, which
+the MPI layer stages and writes back itself). Dtypes numpy lacks travel as integers of their
+size when bytes only move, and are reduced through a float32 (complex64) copy that is rounded
+back once, never as integers:
+
+| torch dtype | moved as | reduced as |
+|---|---|---|
+| float16/32/64, complex64/128, ints, bool | itself (zero-copy) | itself |
+| bfloat16, float8 variants | int16 / uint8 bits | float32, rounded back |
+| complex32 | int32 bits | complex64, rounded back |
+
+A CUDA tensor is handed to CuPy zero-copy when CuPy imports (mpiflow's device communicator then
+picks NCCL, CUDA-aware MPI or staging), else copied through pinned host memory. Either way the
+tensor's current stream is synchronised before MPI or NCCL reads the memory.
+
+Nothing here imports torch: the functions are reached only with a tensor in hand.
+
+Examples:
+    >>> import torch
+    >>> t = torch.ones(3, dtype=torch.bfloat16)
+    >>> host_array(t).dtype
+    dtype('int16')
+    >>> a, post = stage(t, reduce=True, write=True)
+    >>> a.dtype, post is not None
+    (dtype('float32'), True)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+__all__ = ["Post", "chain", "host_array", "is_torch_tensor", "numpy_dtype", "stage"]
+
+Post = Callable[[], None]
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is a ``torch.Tensor``, without importing torch.
+
+    Examples:
+        >>> is_torch_tensor(numpy.zeros(1))
+        False
+    """
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _torch() -> Any:
+    return sys.modules["torch"]
+
+
+# Integer dtypes of each element size, for moving the bits of dtypes numpy has no name for.
+def _bits_dtype(t: Any) -> Any:
+    torch = _torch()
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64,
+            16: torch.complex128}[t.element_size()]
+
+
+def _reduce_dtype(dtype: Any) -> Any:
+    """The dtype a tensor of ``dtype`` is reduced in: itself, or float32/complex64 for the
+    floating dtypes numpy lacks (None: it cannot be reduced)."""
+    torch = _torch()
+    if dtype.is_complex:
+        return dtype if dtype in (torch.complex64, torch.complex128) else torch.complex64
+    if dtype.is_floating_point:
+        return dtype if dtype in (torch.float16, torch.float32, torch.float64) else torch.float32
+    return dtype
+
+
+def numpy_dtype(dtype: Any) -> numpy.dtype | None:
+    """The numpy dtype of a torch dtype, or None where numpy has none (bfloat16, float8...).
+
+    Examples:
+        >>> import torch
+        >>> numpy_dtype(torch.float32), numpy_dtype(torch.bfloat16)
+        (dtype('float32'), None)
+    """
+    cached = _NUMPY.get(dtype)
+    if cached is not None or dtype in _NUMPY:
+        return cached
+    torch = _torch()
+    try:
+        found: numpy.dtype | None = torch.empty(0, dtype=dtype).numpy().dtype
+    except (TypeError, RuntimeError):
+        found = None
+    _NUMPY[dtype] = found
+    return found
+
+
+_NUMPY: dict[Any, numpy.dtype | None] = {}
+
+
+def _cpu_view(t: Any) -> numpy.ndarray:
+    """The numpy view of a CPU tensor's memory, in its own dtype or as bits of its size."""
+    if t.requires_grad:
+        t = t.detach()
+    if t.is_conj():  # a lazily conjugated view: its memory holds the unconjugated values
+        raise TypeError("a conjugated view cannot be communicated in place; "
+                        "call .resolve_conj() first")
+    if t.is_neg():
+        raise TypeError("a lazily negated view cannot be communicated in place; "
+                        "call .resolve_neg() first")
+    if numpy_dtype(t.dtype) is None:
+        t = t.view(_bits_dtype(t))
+    return t.numpy()
+
+
+def host_array(t: Any, what: str = "tensor") -> numpy.ndarray:
+    """The numpy array sharing a CPU tensor's memory, for operations that only move bytes.
+
+    Args:
+        t: a CPU ``torch.Tensor`` (any dtype, any strides).
+        what: the argument's name, for errors.
+
+    Returns:
+        A view of ``t``'s memory; dtypes numpy lacks appear as integers of their size.
+
+    Raises:
+        TypeError: ``t`` is not on the CPU (use :func:`stage`), or a lazily conjugated view.
+    """
+    if t.device.type != "cpu":
+        raise TypeError(f"{what} is on {t.device}; stage() moves device tensors")
+    return _cpu_view(t)
+
+
+def chain(*steps: Post | None) -> Post | None:
+    """One step that runs ``steps`` in order (None when there are none)."""
+    todo = [s for s in steps if s is not None]
+    if not todo:
+        return None
+    if len(todo) == 1:
+        return todo[0]
+
+    def run() -> None:
+        for step in todo:
+            step()
+
+    return run
+
+
+def _copy_back(dst: Any, src: Any) -> Post:
+    def post() -> None:
+        dst.copy_(src)
+
+    return post
+
+
+def stage(t: Any, what: str = "tensor", *, reduce: bool = False,
+          write: bool = False) -> tuple[Any, Post | None]:
+    """The array a collective operates on for tensor ``t``, and the step that finishes it.
+
+    Args:
+        t: a ``torch.Tensor`` on the CPU or a CUDA device.
+        what: the argument's name, for errors.
+        reduce: the collective reduces ``t``'s values (sum, max...), so dtypes numpy lacks go
+            through a float32 (complex64) copy instead of their bits.
+        write: the collective writes into ``t``: a copy is written back by the returned step.
+
+    Returns:
+        ``(array, post)``: a numpy (or CuPy) array sharing ``t``'s memory where possible, and
+        None or the step to run once the operation has completed (copies results back).
+
+    Raises:
+        TypeError: a dtype that cannot be reduced (integers narrower than their bits are fine;
+            e.g. ``torch.float8_e4m3fn`` reduces through float32, quantized dtypes do not).
+    """
+    if t.requires_grad:
+        t = t.detach()
+    device = t.device.type
+    if device == "cpu":
+        if not reduce or numpy_dtype(t.dtype) is not None:
+            return _cpu_view(t), None
+        wide = _reduce_dtype(t.dtype)
+        if wide == t.dtype or t.is_quantized:
+            raise TypeError(f"{what} has dtype {t.dtype}, which cannot be reduced")
+        copy = t.to(wide, memory_format=torch_contiguous())
+        return copy.numpy(), (_copy_back(t, copy) if write else None)
+    if device == "cuda":
+        return _stage_cuda(t, what, reduce=reduce, write=write)
+    raise TypeError(f"{what} is on {t.device}: mpiflow moves CPU and CUDA tensors only")
+
+
+def torch_contiguous() -> Any:
+    """``torch.contiguous_format`` (a function so that torch stays unimported here)."""
+    return _torch().contiguous_format
+
+
+def _cupy() -> Any:
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        return cupy
+    try:
+        return importlib.import_module("cupy")
+    except Exception:  # not installed, or no usable CUDA runtime: stage through the host
+        return None
+
+
+def _stage_cuda(t: Any, what: str, *, reduce: bool, write: bool) -> tuple[Any, Post | None]:
+    torch = _torch()
+    # Kernels queued on the tensor's current stream may still be writing it: MPI and NCCL
+    # (on CuPy's stream) must not read the memory before they finish.
+    torch.cuda.current_stream(t.device).synchronize()
+    cupy = _cupy()
+    if cupy is not None:
+        work, post = t, None
+        if reduce and numpy_dtype(t.dtype) is None:
+            work = t.to(_reduce_dtype(t.dtype), memory_format=torch.contiguous_format)
+            post = _copy_back(t, work) if write else None
+        elif numpy_dtype(t.dtype) is None:
+            work = t.view(_bits_dtype(t))
+        with cupy.cuda.Device(t.device.index):
+            array = cupy.asarray(work)
+
+        def synced() -> None:
+            # The device communicator may leave work queued on CuPy's stream.
+            cupy.cuda.get_current_stream().synchronize()
+            if post is not None:
+                post()
+
+        return array, synced
+    # No CuPy: through pinned host memory (copy_ from the device blocks until it is done).
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
+    host.copy_(t)
+    array, host_post = stage(host, what, reduce=reduce, write=write)
+    return array, (chain(host_post, _copy_back(t, host)) if write else None)

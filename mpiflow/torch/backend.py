@@ -1,0 +1,71 @@
+"""The ``"mpiflow"`` backend: torch's creator function and its registration.
+
+torch calls :func:`create_process_group` once per group whose backend is ``"mpiflow"``, on the
+group's members only, with the group's world ranks (``extended_api=True``). The default group
+runs on a duplicate of mpiflow's world communicator; every other group on a communicator made
+with ``MPI_Comm_create_group`` over its members (collective over them alone, as torch's
+``new_group`` and ``DeviceMesh`` expect).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import torch.distributed as dist
+from mpi4py import MPI
+
+from ..communication import watchdog
+from ..communication.group import world_comm
+from ..communication.mpi import MPICommunicator
+from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
+
+__all__ = ["create_process_group", "register"]
+
+
+def create_process_group(opts: Any, pg_options: Any = None) -> ProcessGroupMPIFlow:
+    """Make the process group torch asked for (torch's ``extended_api`` creator).
+
+    Args:
+        opts: torch's ``_DistributedBackendOptions`` (group rank and size, the world ranks
+            of the group, timeout, group name).
+        pg_options: backend options; the mpiflow backend takes none.
+
+    Raises:
+        RuntimeError: torch's ranks do not match MPI's (the job was not launched the way
+            its RANK/WORLD_SIZE say).
+    """
+    world = world_comm.mpi_comm
+    ranks = list(opts.global_ranks_in_group) or list(range(world.Get_size()))
+    me = world.Get_rank()
+    if len(ranks) != opts.group_size or ranks[opts.group_rank] != me:
+        raise RuntimeError(
+            f"torch says this process is rank {opts.group_rank} of the group {ranks}, but "
+            f"MPI says it is world rank {me} of {world.Get_size()}: launch with mpiexec/srun "
+            f"and leave RANK and WORLD_SIZE unset (or equal to MPI's)")
+    timeout = getattr(opts, "timeout", None)
+    if ranks == list(range(world.Get_size())):
+        comm = world.Dup()
+        if not opts.global_ranks_in_group and timeout is not None:
+            # The default group's timeout bounds every blocking call: the watchdog's limit.
+            watchdog.set_timeout(timeout.total_seconds())
+    else:
+        group = world.Get_group().Incl(ranks)
+        tag = zlib.crc32(str(opts.group_id).encode()) % 32768
+        try:
+            comm = world.Create_group(group, tag)
+        finally:
+            group.Free()
+    if comm == MPI.COMM_NULL:  # cannot happen for a member; be clear if it does
+        raise RuntimeError(f"MPI made no communicator for the group {ranks}")
+    return ProcessGroupMPIFlow(MPICommunicator(comm), timeout)
+
+
+def register() -> None:
+    """Register the ``"mpiflow"`` backend with torch (idempotent), for CPU and CUDA tensors."""
+    if BACKEND_NAME.upper() in dist.Backend._plugins:
+        plugin = dist.Backend._plugins[BACKEND_NAME.upper()]
+        if plugin.creator_fn is create_process_group:
+            return
+    dist.Backend.register_backend(BACKEND_NAME, create_process_group, extended_api=True,
+                                  devices=["cpu", "cuda"])

@@ -1,0 +1,570 @@
+"""``ProcessGroupMPIFlow``: a ``torch.distributed.ProcessGroup`` running on mpiflow's communicators.
+
+torch dispatches every collective of a group whose backend is ``"mpiflow"`` to the methods
+here, with its own argument conventions (lists of tensors, option structs with group ranks).
+Each method turns the tensors into arrays sharing their memory (:mod:`mpiflow._torch_arrays`),
+runs the operation on the group's :class:`~mpiflow.communication.mpi.MPICommunicator` (so
+mpiflow's argument checks, debug-mode fingerprints and watchdog apply), and returns a work:
+
+- ``opts.asyncOp`` False (``dist.all_reduce(t)``): the blocking call, through the
+  communicator's fast path for plain contiguous tensors; a completed work comes back.
+- ``opts.asyncOp`` True (``async_op=True``, DDP's buckets, FSDP): the non-blocking MPI call; a
+  pending work whose future the progress thread completes (:mod:`.work`).
+
+Both generations of torch's method names are served (2.13's ``all_gather_single``,
+``reduce_scatter_single``, ``all_to_all_single`` and the older ``_allgather_base``,
+``_reduce_scatter_base``, ``alltoall_base``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+import numpy
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+from .._torch_arrays import Post, chain, stage
+from ..communication import ReduceOp
+from ..communication import Work as MPIWork
+from ..communication.mpi import MPICommunicator
+from ..communication.watchdog import NEXT as _next
+from ..communication.watchdog import STATE as _state
+from .work import DoneWork, PendingWork
+
+__all__ = ["BACKEND_NAME", "ProcessGroupMPIFlow"]
+
+BACKEND_NAME = "mpiflow"
+
+_RedOpType = dist.ReduceOp.RedOpType
+_OPS = {
+    _RedOpType.SUM: ReduceOp.SUM,
+    _RedOpType.AVG: ReduceOp.AVG,
+    _RedOpType.PRODUCT: ReduceOp.PRODUCT,
+    _RedOpType.MIN: ReduceOp.MIN,
+    _RedOpType.MAX: ReduceOp.MAX,
+    _RedOpType.BAND: ReduceOp.BAND,
+    _RedOpType.BOR: ReduceOp.BOR,
+    _RedOpType.BXOR: ReduceOp.BXOR,
+    _RedOpType.PREMUL_SUM: ReduceOp.SUM,
+}
+
+
+def _reduce_op(op: Any) -> tuple[ReduceOp, Any]:
+    """mpiflow's op for torch's, and the PREMUL_SUM factor (None for other ops)."""
+    kind = getattr(op, "op", op)
+    mine = _OPS.get(kind)
+    if mine is None:
+        raise TypeError(f"the mpiflow backend has no reduction {op!r}")
+    return mine, (getattr(op, "factor", None) if kind == _RedOpType.PREMUL_SUM else None)
+
+
+def _flat(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
+    if len(tensors) != 1:
+        raise ValueError(f"the mpiflow backend takes one tensor per rank in {what} "
+                         f"(one device per process), got {len(tensors)}")
+    return tensors[0]
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors' memory ranges overlap (conservatively, by their extents)."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1 = a0 + _extent(a)
+    b1 = b0 + _extent(b)
+    return a0 < b1 and b0 < a1
+
+
+def _extent(t: torch.Tensor) -> int:
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
+    return span * t.element_size()
+
+
+def _premul(t: torch.Tensor, factor: Any) -> torch.Tensor:
+    """``t`` multiplied by PREMUL_SUM's factor (a number or a one-element tensor)."""
+    return t.detach() * (factor.item() if isinstance(factor, torch.Tensor) else factor)
+
+
+class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
+    """A torch process group whose collectives run on one mpiflow MPI communicator.
+
+    Made by torch through the registered backend (``init_process_group(backend="mpiflow")``,
+    ``new_group(..., backend="mpiflow")``); not meant to be constructed by hand.
+
+    Args:
+        comm: the communicator over the group's ranks, in group-rank order.
+        timeout: torch's timeout for the group (the default group's sets the watchdog's limit).
+    """
+
+    def __init__(self, comm: MPICommunicator, timeout: timedelta | None = None) -> None:
+        super().__init__(comm.rank, comm.size)
+        self._comm = comm
+        self._mpi = comm.mpi_comm
+        self._fast = comm.fast
+        self._timeout = timeout
+        self._group_name = ""
+        self._group_desc = "undefined"
+
+    # -- identity ------------------------------------------------------------------------------
+    def getBackendName(self) -> str:  # noqa: N802 - torch's name
+        """``"mpiflow"``."""
+        return BACKEND_NAME
+
+    def name(self) -> str:
+        """``"mpiflow"``."""
+        return BACKEND_NAME
+
+    # torch keeps a group's name and description on its C++ backends, which a Python process
+    # group has none of: keep them here (functional collectives find the group by name).
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+
+    @property
+    def group_name(self) -> str:
+        """The name torch registered the group under."""
+        return self._group_name
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._group_desc = desc
+
+    @property
+    def group_desc(self) -> str:
+        """torch's description of the group (``default_pg``, ``undefined``...)."""
+        return self._group_desc
+
+    @property
+    def communicator(self) -> MPICommunicator:
+        """The mpiflow communicator this group runs on."""
+        return self._comm
+
+    def __repr__(self) -> str:
+        return f"ProcessGroupMPIFlow(rank={self._comm.rank}, size={self._comm.size})"
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _work(self, work: MPIWork | None, result: list[torch.Tensor],
+              post: Post | None) -> dist._Work:
+        """The torch work of an operation started with ``async_op`` (``work``) or finished."""
+        if work is None:
+            if post is not None:
+                post()
+            return DoneWork(result)
+        return PendingWork(work, result, post)
+
+    def _reduce_in_place(self, t: torch.Tensor, op: Any, async_op: bool,
+                         run: Callable[[Any, ReduceOp, bool], MPIWork | None]) -> dist._Work:
+        mine, factor = _reduce_op(op)
+        if factor is not None:
+            scaled = _premul(t, factor)
+            array, post = stage(scaled, reduce=True, write=True)
+            post = chain(post, lambda: t.copy_(scaled))
+        else:
+            array, post = stage(t, reduce=True, write=True)
+        return self._work(run(array, mine, async_op), [t], post)
+
+    # -- reductions ----------------------------------------------------------------------------
+    def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """All-reduce ``tensors[0]`` in place (``opts.reduceOp``, ``opts.asyncOp``)."""
+        opts = opts if opts is not None else dist.AllreduceOptions()
+        t = _flat(tensors, "allreduce")
+        async_op = opts.asyncOp
+        if not async_op and t.device.type == "cpu" and not t.requires_grad:
+            # The common case with the least Python: a plain tensor's numpy view, straight to
+            # the communicator's fast path (which declines anything but the plain case).
+            kind = opts.reduceOp.op
+            if kind != _RedOpType.PREMUL_SUM and self._fast.all_reduce(_plain(t), _OPS[kind]):
+                return DoneWork(tensors)
+        return self._reduce_in_place(t, opts.reduceOp, async_op, self._comm.all_reduce)
+
+    def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """All-reduce every tensor of ``tensors`` (one flat buffer per dtype when possible)."""
+        opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
+        works = [self.allreduce([t], _with_async(dist.AllreduceOptions(), opts))
+                 for t in tensors]
+        return _all_of(works, tensors)
+
+    def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """Reduce ``tensors[0]`` into ``opts.rootRank``'s (the others keep theirs)."""
+        opts = opts if opts is not None else dist.ReduceOptions()
+        t = _flat(tensors, "reduce")
+        root = opts.rootRank
+        comm = self._comm
+
+        def run(array: Any, op: ReduceOp, async_op: bool) -> MPIWork | None:
+            return comm.reduce(array, op, root, async_op)
+
+        if self._comm.rank != root:  # non-roots only send: leave their tensor as it is
+            mine, factor = _reduce_op(opts.reduceOp)
+            source = _premul(t, factor) if factor is not None else t
+            array, _ = stage(source, reduce=True, write=False)
+            return self._work(run(array, mine, opts.asyncOp), [t], None)
+        return self._reduce_in_place(t, opts.reduceOp, opts.asyncOp, run)
+
+    def reduce_scatter(self, output_tensors: list[torch.Tensor],
+                       input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
+        """Reduce the ranks' lists of chunks; rank ``i`` gets chunk ``i`` in its output."""
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        out = _flat(output_tensors, "reduce_scatter")
+        chunks = _flat(input_tensors, "reduce_scatter")
+        self._check_list(chunks, out, "input_tensor_list")
+        stacked = torch.stack([c.detach() for c in chunks]).to(out.device)
+        return self._reduce_scatter(out, stacked, opts)
+
+    def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor,
+                              opts: Any = None) -> dist._Work:
+        """Reduce ``input`` (``size`` chunks along dim 0); rank ``i`` gets chunk ``i``."""
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        if input.numel() != output.numel() * self._comm.size:
+            raise ValueError(f"reduce_scatter input has {input.numel()} elements; with "
+                             f"{self._comm.size} ranks it must have {self._comm.size} x "
+                             f"{output.numel()} (the output's)")
+        return self._reduce_scatter(output, input, opts)
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def _reduce_scatter(self, out: torch.Tensor, inp: torch.Tensor, opts: Any) -> dist._Work:
+        mine, factor = _reduce_op(opts.reduceOp)
+        if out.dtype != inp.dtype:
+            raise TypeError(f"reduce_scatter output has dtype {out.dtype}, input {inp.dtype}")
+        source = _premul(inp, factor) if factor is not None else inp
+        if _overlaps(source, out):
+            source = source.clone()  # MPI rejects aliased buffers
+        send, _ = stage(source.reshape(-1) if source.is_contiguous() else source.flatten(),
+                        reduce=True)
+        recv, post = stage(out, reduce=True, write=True)
+        work = self._comm.reduce_scatter(send.reshape(-1), _flat_view(recv), mine, opts.asyncOp)
+        return self._work(work, [out], post)
+
+    def reduce_scatter_single_coalesced(self, outputs: list[torch.Tensor],
+                                        inputs: list[torch.Tensor],
+                                        opts: Any = None) -> dist._Work:
+        """:meth:`reduce_scatter_single` of each (output, input) pair."""
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
+        return _all_of(works, outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    # -- data movement -------------------------------------------------------------------------
+    def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """Copy ``opts.rootRank``'s ``tensors[0]`` into everyone's."""
+        opts = opts if opts is not None else dist.BroadcastOptions()
+        t = _flat(tensors, "broadcast")
+        root = opts.rootRank
+        if (not opts.asyncOp and t.device.type == "cpu" and not t.requires_grad
+                and self._fast.broadcast(_plain(t), root)):
+            return DoneWork(tensors)
+        array, post = stage(t, write=self._comm.rank != root)
+        return self._work(self._comm.broadcast(array, root, opts.asyncOp), [t], post)
+
+    def allgather(self, output_tensors: list[list[torch.Tensor]],
+                  input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """Fill ``output_tensors[0][i]`` with rank ``i``'s ``input_tensors[0]``."""
+        opts = opts if opts is not None else dist.AllgatherOptions()
+        inp = _flat(input_tensors, "allgather")
+        outs = _flat(output_tensors, "allgather")
+        self._check_list(outs, inp, "output_tensor_list")
+        big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
+        work = self._all_gather(big, inp, opts.asyncOp)
+        return _then(work, [*outs], _scatter_rows(outs, big))
+
+    def all_gather_single(self, output: torch.Tensor, input: torch.Tensor,
+                          opts: Any = None) -> dist._Work:
+        """Gather every rank's ``input`` into ``output``, concatenated along dim 0."""
+        opts = opts if opts is not None else dist.AllgatherOptions()
+        return self._all_gather(output, input, opts.asyncOp)
+
+    _allgather_base = all_gather_single
+
+    def _all_gather(self, out: torch.Tensor, inp: torch.Tensor, async_op: bool) -> dist._Work:
+        size = self._comm.size
+        if out.numel() != inp.numel() * size:
+            raise ValueError(f"all_gather output has {out.numel()} elements; with {size} "
+                             f"ranks it must have {size} x {inp.numel()} (the input's)")
+        if out.dtype != inp.dtype:
+            raise TypeError(f"all_gather output has dtype {out.dtype}, input {inp.dtype}")
+        if _overlaps(inp, out):
+            if (out.is_contiguous() and inp.is_contiguous() and out.device.type == "cpu"
+                    and inp.data_ptr() == out.data_ptr()
+                    + self._comm.rank * inp.numel() * inp.element_size()):
+                return self._all_gather_in_place(out, async_op)  # FSDP2's layout
+            inp = inp.clone()
+        recv, post = stage(out, write=True)
+        send, _ = stage(inp)
+        work = self._comm.all_gather(_flat_view(send), _flat_view(recv), async_op)
+        return self._work(work, [out], post)
+
+    def _all_gather_in_place(self, out: torch.Tensor, async_op: bool) -> dist._Work:
+        """The input is this rank's chunk of the output: ``MPI_IN_PLACE``, no copy."""
+        array, _ = stage(out, write=True)
+        flat = array.reshape(-1)
+        if async_op:
+            request = self._mpi.Iallgather(MPI.IN_PLACE, flat)
+            return PendingWork(_mpi_work([request], flat), [out])
+        _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+        self._mpi.Allgather(MPI.IN_PLACE, flat)
+        return DoneWork([out])
+
+    def allgather_coalesced(self, output_lists: list[list[torch.Tensor]],
+                            input_list: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """:meth:`allgather` of each input into its list of outputs."""
+        opts = opts if opts is not None else dist.AllgatherOptions()
+        works = [self.allgather([outs], [inp], opts) for outs, inp in zip(output_lists,
+                                                                            input_list)]
+        return _all_of(works, [t for outs in output_lists for t in outs])
+
+    def all_gather_single_coalesced(self, outputs: list[torch.Tensor],
+                                    inputs: list[torch.Tensor],
+                                    opts: Any = None) -> dist._Work:
+        """:meth:`all_gather_single` of each (output, input) pair."""
+        opts = opts if opts is not None else dist.AllgatherOptions()
+        works = [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs)]
+        return _all_of(works, outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    def gather(self, output_tensors: list[list[torch.Tensor]],
+               input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
+        """Concatenate every rank's ``input_tensors[0]`` into root's ``output_tensors[0]``."""
+        opts = opts if opts is not None else dist.GatherOptions()
+        inp = _flat(input_tensors, "gather")
+        root = opts.rootRank
+        send, _ = stage(inp)
+        if self._comm.rank != root:
+            return self._work(self._comm.gather(_flat_view(send), None, root, opts.asyncOp),
+                              [], None)
+        outs = _flat(output_tensors, "gather")
+        self._check_list(outs, inp, "gather_list")
+        big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
+        recv, _ = stage(big, write=True)
+        work = self._comm.gather(_flat_view(send), _flat_view(recv), root, opts.asyncOp)
+        return _then(self._work(work, [big], None), [*outs], _scatter_rows(outs, big))
+
+    def scatter(self, output_tensors: list[torch.Tensor],
+                input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
+        """Give rank ``i`` root's ``input_tensors[0][i]`` in ``output_tensors[0]``."""
+        opts = opts if opts is not None else dist.ScatterOptions()
+        out = _flat(output_tensors, "scatter")
+        root = opts.rootRank
+        recv, post = stage(out, write=True)
+        send = None
+        if self._comm.rank == root:
+            chunks = _flat(input_tensors, "scatter")
+            self._check_list(chunks, out, "scatter_list")
+            send = _flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
+        work = self._comm.scatter(send, _flat_view(recv), root, opts.asyncOp)
+        return self._work(work, [out], post)
+
+    def alltoall(self, output_tensors: list[torch.Tensor], input_tensors: list[torch.Tensor],
+                 opts: Any = None) -> dist._Work:
+        """Send ``input_tensors[i]`` to rank ``i``; receive rank ``i``'s into
+        ``output_tensors[i]`` (sizes may differ per rank)."""
+        opts = opts if opts is not None else dist.AllToAllOptions()
+        size = self._comm.size
+        for what, ts in (("output_tensor_list", output_tensors),
+                         ("input_tensor_list", input_tensors)):
+            if len(ts) != size:
+                raise ValueError(f"{what} must have one tensor per rank of the group ({size}), "
+                                 f"got {len(ts)}")
+        dtype = input_tensors[0].dtype
+        for t in (*input_tensors, *output_tensors):
+            if t.dtype != dtype:
+                raise TypeError(f"all_to_all tensors must share one dtype, got {dtype} and "
+                                f"{t.dtype}")
+        device = input_tensors[0].device
+        send_t = torch.cat([t.detach().reshape(-1) for t in input_tensors]).to(device)
+        recv_counts = [t.numel() for t in output_tensors]
+        recv_t = torch.empty(sum(recv_counts), dtype=dtype, device=device)
+        send, _ = stage(send_t)
+        recv, _ = stage(recv_t, write=True)
+        work = self._comm.all_to_all_v(send, [t.numel() for t in input_tensors], recv,
+                                       recv_counts, opts.asyncOp)
+
+        def unpack() -> None:
+            for t, part in zip(output_tensors, torch.split(recv_t, recv_counts)):
+                t.copy_(part.view(t.shape))
+
+        return _then(self._work(work, [recv_t], None), output_tensors, unpack)
+
+    def all_to_all_single(self, output: torch.Tensor, input: torch.Tensor,
+                          output_split_sizes: list[int] | None,
+                          input_split_sizes: list[int] | None,
+                          opts: Any = None) -> dist._Work:
+        """All-to-all of dim-0 slices, with per-rank split sizes (empty lists: equal)."""
+        opts = opts if opts is not None else dist.AllToAllOptions()
+        size = self._comm.size
+        out_rows = self._splits(output, output_split_sizes, "output_split_sizes")
+        in_rows = self._splits(input, input_split_sizes, "input_split_sizes")
+        if output.dtype != input.dtype:
+            raise TypeError(f"all_to_all output has dtype {output.dtype}, input {input.dtype}")
+        out_row = output[0].numel() if output.dim() else 1
+        in_row = input[0].numel() if input.dim() else 1
+        if _overlaps(input, output):
+            input = input.clone()
+        recv, post = stage(output, write=True)
+        send, _ = stage(input)
+        if out_rows is None and in_rows is None:
+            work = self._comm.all_to_all(_flat_view(send), _flat_view(recv), opts.asyncOp)
+        else:
+            equal_out = output.shape[0] // size if output.dim() else 0
+            equal_in = input.shape[0] // size if input.dim() else 0
+            recv_counts = [n * out_row for n in (out_rows or [equal_out] * size)]
+            send_counts = [n * in_row for n in (in_rows or [equal_in] * size)]
+            work = self._comm.all_to_all_v(_flat_view(send), send_counts, _flat_view(recv),
+                                           recv_counts, opts.asyncOp)
+        return self._work(work, [output], post)
+
+    alltoall_base = all_to_all_single
+
+    def _splits(self, t: torch.Tensor, splits: list[int] | None, what: str) -> list[int] | None:
+        size = self._comm.size
+        if not splits:
+            if t.dim() == 0 or t.shape[0] % size:
+                raise ValueError(f"all_to_all_single: dim 0 of a tensor of shape "
+                                 f"{tuple(t.shape)} does not split into {size} equal parts; "
+                                 f"give {what}")
+            return None
+        if len(splits) != size or any(n < 0 for n in splits):
+            raise ValueError(f"{what} must have {size} non-negative entries, got {splits}")
+        if sum(splits) != t.shape[0]:
+            raise ValueError(f"{what} {splits} sums to {sum(splits)}, but dim 0 of the tensor "
+                             f"is {t.shape[0]}")
+        return list(splits)
+
+    # -- point to point ------------------------------------------------------------------------
+    def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int) -> dist._Work:  # noqa: N803
+        """Start sending ``tensors[0]`` to group rank ``dstRank`` (wait() to complete)."""
+        t = _flat(tensors, "send")
+        array, _ = stage(t)
+        work = self._comm.send(_contiguous(array), dstRank, tag, async_op=True)
+        assert work is not None
+        return PendingWork(work, [t])
+
+    def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int) -> dist._Work:  # noqa: N803
+        """Start receiving into ``tensors[0]`` from group rank ``srcRank``."""
+        t = _flat(tensors, "recv")
+        array, post = stage(t, write=True)
+        return PendingWork(self._comm.irecv(array, srcRank, tag), [t], post,
+                           source=lambda: srcRank)
+
+    def recv_anysource(self, tensors: list[torch.Tensor], tag: int) -> dist._Work:
+        """Start receiving into ``tensors[0]`` from whichever rank sends first."""
+        t = _flat(tensors, "recv")
+        array, post = stage(t, write=True)
+        dst = _contiguous(array)
+        status = MPI.Status()
+        request = self._mpi.Irecv(dst, MPI.ANY_SOURCE, tag)
+
+        def wait_all(requests: Sequence[MPI.Request]) -> None:
+            requests[0].Wait(status)
+
+        def test_all(requests: Sequence[MPI.Request]) -> bool:
+            return bool(requests[0].Test(status))
+
+        copy_back = None if dst is array else (lambda: array.__setitem__(Ellipsis, dst))
+        work = MPIWork([request], None, dst, wait_all, test_all)
+        work.what = ("recv", self._mpi, MPI.ANY_SOURCE)
+        return PendingWork(work, [t], chain(copy_back, post), source=status.Get_source)
+
+    # -- synchronisation -----------------------------------------------------------------------
+    def barrier(self, opts: Any = None) -> dist._Work:
+        """Block until every rank of the group has entered."""
+        opts = opts if opts is not None else dist.BarrierOptions()
+        work = self._comm.barrier(async_op=bool(getattr(opts, "asyncOp", False)))
+        return self._work(work, [], None)
+
+    # -- checks --------------------------------------------------------------------------------
+    def _check_list(self, tensors: Sequence[torch.Tensor], like: torch.Tensor,
+                    what: str) -> None:
+        if len(tensors) != self._comm.size:
+            raise ValueError(f"{what} must have one tensor per rank of the group "
+                             f"({self._comm.size}), got {len(tensors)}")
+        for i, t in enumerate(tensors):
+            if t.numel() != like.numel():
+                raise ValueError(f"{what}[{i}] has shape {tuple(t.shape)}, expected "
+                                 f"{tuple(like.shape)}")
+            if t.dtype != like.dtype:
+                raise TypeError(f"{what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
+
+
+# -- module helpers ----------------------------------------------------------------------------
+def _plain(t: torch.Tensor) -> Any:
+    """The numpy view of a CPU tensor numpy has a dtype for, else None (the fast paths decline
+    None)."""
+    try:
+        return t.numpy()
+    except (TypeError, RuntimeError):
+        return None
+
+
+def _flat_view(array: Any) -> Any:
+    """A 1-D view of a contiguous array (strided arrays stay: the communicator stages them)."""
+    flags = getattr(array, "flags", None)
+    if flags is not None and flags.c_contiguous:
+        return array.reshape(-1)
+    return array
+
+
+def _contiguous(array: Any) -> Any:
+    flags = getattr(array, "flags", None)
+    if flags is None or flags.c_contiguous:
+        return array
+    return numpy.ascontiguousarray(array)
+
+
+def _scatter_rows(outs: Sequence[torch.Tensor], big: torch.Tensor) -> Post:
+    def post() -> None:
+        for out, row in zip(outs, big):
+            out.copy_(row.view(out.shape))
+
+    return post
+
+
+def _then(work: dist._Work, result: list[torch.Tensor], step: Post) -> dist._Work:
+    """``work`` followed by ``step``, as one work whose result is ``result``."""
+    if isinstance(work, DoneWork):
+        step()
+        return DoneWork(result)
+    assert isinstance(work, PendingWork)
+    return PendingWork(work._work, result, chain(work._post, step))
+
+
+def _all_of(works: list[dist._Work], result: list[torch.Tensor]) -> dist._Work:
+    """One work for several: done when all are."""
+    pending = [w for w in works if not isinstance(w, DoneWork)]
+    if not pending:
+        return DoneWork(result)
+    requests: list[Any] = []
+    posts: list[Post | None] = []
+    for w in pending:
+        assert isinstance(w, PendingWork)
+        requests.append(w)
+        posts.append(None)
+
+    def wait_all(items: Sequence[Any]) -> None:
+        for item in items:
+            item.wait()
+
+    def test_all(items: Sequence[Any]) -> bool:
+        return all(item.is_completed() for item in items)
+
+    return PendingWork(MPIWork(requests, None, None, wait_all, test_all), result)
+
+
+def _with_async(opts: Any, source: Any) -> Any:
+    opts.reduceOp = source.reduceOp
+    opts.asyncOp = getattr(source, "asyncOp", True)
+    return opts
+
+
+def _mpi_work(requests: list[MPI.Request], keep: Any) -> MPIWork:
+    def wait_all(reqs: Sequence[MPI.Request]) -> None:
+        MPI.Request.Waitall(list(reqs))
+
+    def test_all(reqs: Sequence[MPI.Request]) -> bool:
+        return bool(MPI.Request.Testall(list(reqs)))
+
+    return MPIWork(requests, None, keep, wait_all, test_all)
