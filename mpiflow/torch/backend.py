@@ -22,6 +22,8 @@ from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
 
 __all__ = ["create_process_group", "register"]
 
+_TORCH_DEFAULT = getattr(dist, "default_pg_timeout", None)
+
 
 def create_process_group(opts: Any, pg_options: Any = None) -> ProcessGroupMPIFlow:
     """Make the process group torch asked for (torch's ``extended_api`` creator).
@@ -46,8 +48,9 @@ def create_process_group(opts: Any, pg_options: Any = None) -> ProcessGroupMPIFl
     timeout = getattr(opts, "timeout", None)
     if ranks == list(range(world.Get_size())):
         comm = world.Dup()
-        if not opts.global_ranks_in_group and timeout is not None:
-            # The default group's timeout bounds every blocking call: the watchdog's limit.
+        if not opts.global_ranks_in_group and timeout is not None and timeout != _TORCH_DEFAULT:
+            # A timeout given to init_process_group bounds every blocking call: the watchdog's
+            # limit. torch passes its default when none was given: MPIFLOW_TIMEOUT stays.
             watchdog.set_timeout(timeout.total_seconds())
     else:
         group = world.Get_group().Incl(ranks)

@@ -6,10 +6,16 @@ Each method turns the tensors into arrays sharing their memory (:mod:`mpiflow._t
 runs the operation on the group's :class:`~mpiflow.communication.mpi.MPICommunicator` (so
 mpiflow's argument checks, debug-mode fingerprints and watchdog apply), and returns a work:
 
-- ``opts.asyncOp`` False (``dist.all_reduce(t)``): the blocking call, through the
-  communicator's fast path for plain contiguous tensors; a completed work comes back.
-- ``opts.asyncOp`` True (``async_op=True``, DDP's buckets, FSDP): the non-blocking MPI call; a
-  pending work whose future the progress thread completes (:mod:`.work`).
+- By default every collective completes inside the call, the asynchronous ones
+  (``async_op=True``, DDP's buckets, FSDP) included: their works and futures are complete
+  when returned, so a future's callbacks run at once, in program order, on the calling thread.
+  That order is what keeps comm hooks that issue collectives from callbacks (PowerSGD) in step
+  across ranks. The blocking call takes the communicator's fast path for plain tensors.
+- ``MPIFLOW_TORCH_OVERLAP=1``: asynchronous collectives start non-blocking MPI operations
+  and return pending works, whose futures the progress thread completes (:mod:`.work`), so
+  communication can overlap backward. Callbacks then run on that thread: do not combine it
+  with comm hooks whose callbacks issue collectives.
+- Point-to-point operations are always non-blocking (a send completes at ``wait()``).
 
 Both generations of torch's method names are served (2.13's ``all_gather_single``,
 ``reduce_scatter_single``, ``all_to_all_single`` and the older ``_allgather_base``,
@@ -18,6 +24,7 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -89,6 +96,12 @@ def _premul(t: torch.Tensor, factor: Any) -> torch.Tensor:
     return t.detach() * (factor.item() if isinstance(factor, torch.Tensor) else factor)
 
 
+def overlap_enabled() -> bool:
+    """Whether ``MPIFLOW_TORCH_OVERLAP=1`` asks for non-blocking asynchronous collectives."""
+    return os.environ.get("MPIFLOW_TORCH_OVERLAP", "0").strip().lower() in ("1", "yes", "true",
+                                                                          "on")
+
+
 class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     """A torch process group whose collectives run on one mpiflow MPI communicator.
 
@@ -107,10 +120,11 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         self._fast = comm.fast
         self._timeout = timeout
         self._group_name = ""
+        self._overlap = overlap_enabled()
         self._group_desc = "undefined"
 
     # -- identity ------------------------------------------------------------------------------
-    def getBackendName(self) -> str:  # noqa: N802 - torch's name
+    def getBackendName(self) -> str:
         """``"mpiflow"``."""
         return BACKEND_NAME
 
@@ -145,6 +159,10 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         return f"ProcessGroupMPIFlow(rank={self._comm.rank}, size={self._comm.size})"
 
     # -- helpers -------------------------------------------------------------------------------
+    def _async(self, opts: Any) -> bool:
+        """Whether to start the operation non-blocking (overlap mode and an async caller)."""
+        return self._overlap and opts.asyncOp
+
     def _work(self, work: MPIWork | None, result: list[torch.Tensor],
               post: Post | None) -> dist._Work:
         """The torch work of an operation started with ``async_op`` (``work``) or finished."""
@@ -170,7 +188,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         """All-reduce ``tensors[0]`` in place (``opts.reduceOp``, ``opts.asyncOp``)."""
         opts = opts if opts is not None else dist.AllreduceOptions()
         t = _flat(tensors, "allreduce")
-        async_op = opts.asyncOp
+        async_op = opts.asyncOp and self._overlap
         if not async_op and t.device.type == "cpu" and not t.requires_grad:
             # The common case with the least Python: a plain tensor's numpy view, straight to
             # the communicator's fast path (which declines anything but the plain case).
@@ -200,8 +218,8 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
             mine, factor = _reduce_op(opts.reduceOp)
             source = _premul(t, factor) if factor is not None else t
             array, _ = stage(source, reduce=True, write=False)
-            return self._work(run(array, mine, opts.asyncOp), [t], None)
-        return self._reduce_in_place(t, opts.reduceOp, opts.asyncOp, run)
+            return self._work(run(array, mine, self._async(opts)), [t], None)
+        return self._reduce_in_place(t, opts.reduceOp, self._async(opts), run)
 
     def reduce_scatter(self, output_tensors: list[torch.Tensor],
                        input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
@@ -235,7 +253,8 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         send, _ = stage(source.reshape(-1) if source.is_contiguous() else source.flatten(),
                         reduce=True)
         recv, post = stage(out, reduce=True, write=True)
-        work = self._comm.reduce_scatter(send.reshape(-1), _flat_view(recv), mine, opts.asyncOp)
+        work = self._comm.reduce_scatter(send.reshape(-1), _flat_view(recv), mine,
+                                         self._async(opts))
         return self._work(work, [out], post)
 
     def reduce_scatter_single_coalesced(self, outputs: list[torch.Tensor],
@@ -254,11 +273,11 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         opts = opts if opts is not None else dist.BroadcastOptions()
         t = _flat(tensors, "broadcast")
         root = opts.rootRank
-        if (not opts.asyncOp and t.device.type == "cpu" and not t.requires_grad
+        if (not self._async(opts) and t.device.type == "cpu" and not t.requires_grad
                 and self._fast.broadcast(_plain(t), root)):
             return DoneWork(tensors)
         array, post = stage(t, write=self._comm.rank != root)
-        return self._work(self._comm.broadcast(array, root, opts.asyncOp), [t], post)
+        return self._work(self._comm.broadcast(array, root, self._async(opts)), [t], post)
 
     def allgather(self, output_tensors: list[list[torch.Tensor]],
                   input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
@@ -268,14 +287,14 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         outs = _flat(output_tensors, "allgather")
         self._check_list(outs, inp, "output_tensor_list")
         big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
-        work = self._all_gather(big, inp, opts.asyncOp)
+        work = self._all_gather(big, inp, self._async(opts))
         return _then(work, [*outs], _scatter_rows(outs, big))
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor,
                           opts: Any = None) -> dist._Work:
         """Gather every rank's ``input`` into ``output``, concatenated along dim 0."""
         opts = opts if opts is not None else dist.AllgatherOptions()
-        return self._all_gather(output, input, opts.asyncOp)
+        return self._all_gather(output, input, self._async(opts))
 
     _allgather_base = all_gather_single
 
@@ -334,13 +353,13 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         root = opts.rootRank
         send, _ = stage(inp)
         if self._comm.rank != root:
-            return self._work(self._comm.gather(_flat_view(send), None, root, opts.asyncOp),
+            return self._work(self._comm.gather(_flat_view(send), None, root, self._async(opts)),
                               [], None)
         outs = _flat(output_tensors, "gather")
         self._check_list(outs, inp, "gather_list")
         big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
         recv, _ = stage(big, write=True)
-        work = self._comm.gather(_flat_view(send), _flat_view(recv), root, opts.asyncOp)
+        work = self._comm.gather(_flat_view(send), _flat_view(recv), root, self._async(opts))
         return _then(self._work(work, [big], None), [*outs], _scatter_rows(outs, big))
 
     def scatter(self, output_tensors: list[torch.Tensor],
@@ -355,7 +374,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
             chunks = _flat(input_tensors, "scatter")
             self._check_list(chunks, out, "scatter_list")
             send = _flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
-        work = self._comm.scatter(send, _flat_view(recv), root, opts.asyncOp)
+        work = self._comm.scatter(send, _flat_view(recv), root, self._async(opts))
         return self._work(work, [out], post)
 
     def alltoall(self, output_tensors: list[torch.Tensor], input_tensors: list[torch.Tensor],
@@ -381,7 +400,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         send, _ = stage(send_t)
         recv, _ = stage(recv_t, write=True)
         work = self._comm.all_to_all_v(send, [t.numel() for t in input_tensors], recv,
-                                       recv_counts, opts.asyncOp)
+                                       recv_counts, self._async(opts))
 
         def unpack() -> None:
             for t, part in zip(output_tensors, torch.split(recv_t, recv_counts)):
@@ -407,14 +426,14 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         recv, post = stage(output, write=True)
         send, _ = stage(input)
         if out_rows is None and in_rows is None:
-            work = self._comm.all_to_all(_flat_view(send), _flat_view(recv), opts.asyncOp)
+            work = self._comm.all_to_all(_flat_view(send), _flat_view(recv), self._async(opts))
         else:
             equal_out = output.shape[0] // size if output.dim() else 0
             equal_in = input.shape[0] // size if input.dim() else 0
             recv_counts = [n * out_row for n in (out_rows or [equal_out] * size)]
             send_counts = [n * in_row for n in (in_rows or [equal_in] * size)]
             work = self._comm.all_to_all_v(_flat_view(send), send_counts, _flat_view(recv),
-                                           recv_counts, opts.asyncOp)
+                                           recv_counts, self._async(opts))
         return self._work(work, [output], post)
 
     alltoall_base = all_to_all_single
@@ -435,7 +454,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         return list(splits)
 
     # -- point to point ------------------------------------------------------------------------
-    def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int) -> dist._Work:  # noqa: N803
+    def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int) -> dist._Work:
         """Start sending ``tensors[0]`` to group rank ``dstRank`` (wait() to complete)."""
         t = _flat(tensors, "send")
         array, _ = stage(t)
@@ -443,7 +462,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         assert work is not None
         return PendingWork(work, [t])
 
-    def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int) -> dist._Work:  # noqa: N803
+    def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int) -> dist._Work:
         """Start receiving into ``tensors[0]`` from group rank ``srcRank``."""
         t = _flat(tensors, "recv")
         array, post = stage(t, write=True)
@@ -473,7 +492,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def barrier(self, opts: Any = None) -> dist._Work:
         """Block until every rank of the group has entered."""
         opts = opts if opts is not None else dist.BarrierOptions()
-        work = self._comm.barrier(async_op=bool(getattr(opts, "asyncOp", False)))
+        work = self._comm.barrier(async_op=self._overlap and bool(getattr(opts, "asyncOp", 0)))
         return self._work(work, [], None)
 
     # -- checks --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+
 import torch
 import torch.distributed as dist
 from torch.futures import Future
