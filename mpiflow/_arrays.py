@@ -2,7 +2,8 @@
 
 numpy arrays pass through untouched. Other array-like types (mpiflow tensors, CuPy arrays)
 register a converter that returns the array *sharing their memory*, so in-place collectives
-write into the caller's object.
+write into the caller's object. CPU ``torch.Tensor``s become numpy views of their memory
+(:mod:`._torch_arrays`; torch is never imported here: a tensor can only exist once it is).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy
 
 from ._array_module import is_array
+from ._torch_arrays import host_array, is_torch_tensor
 
 __all__ = ["as_buffer", "as_buffer_list", "register_buffer_type"]
 
@@ -33,8 +35,14 @@ def as_buffer(obj: Any, what: str = "tensor") -> Any:
     """Return the array behind ``obj``, or raise a ``TypeError`` naming the argument.
 
     Args:
-        obj: a numpy array or a registered array-like.
+        obj: a numpy array, a registered array-like (an mpiflow tensor), a CuPy array or a
+            CPU ``torch.Tensor``.
         what: the argument's name, for the error message.
+
+    Returns:
+        The array sharing ``obj``'s memory. A tensor of a dtype numpy lacks (bfloat16) appears
+        as integers of its size: fit for moving bytes, not for reducing (the public faces
+        reduce such tensors through :func:`._torch_arrays.stage`).
 
     Examples:
         >>> as_buffer(numpy.zeros(2)).shape
@@ -50,8 +58,11 @@ def as_buffer(obj: Any, what: str = "tensor") -> Any:
             return convert(obj)
     if isinstance(obj, numpy.ndarray) or is_array(obj):  # numpy subclasses, CuPy arrays
         return obj
+    if is_torch_tensor(obj):  # last: a dict lookup and an isinstance, only for what is left
+        return host_array(obj, what)
     raise TypeError(
-        f"{what} must be a numpy array or an mpiflow tensor, got {type(obj).__name__}"
+        f"{what} must be a numpy array, an mpiflow tensor, a CuPy array or a torch tensor, "
+        f"got {type(obj).__name__}"
         + (" (wrap Python data with numpy.asarray first)" if isinstance(obj, (list, tuple,
                                                                               int, float)) else "")
     )

@@ -141,9 +141,16 @@ def abort_job(message: str, code: int = 1) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    stream = sys.stderr
     try:
-        sys.stderr.write(message)
-        sys.stderr.flush()
+        stream.fileno()
+    except Exception:
+        # A wrapping excepthook (torch's init_process_group installs one) points sys.stderr
+        # at a buffer it prints only after the hook returns; after MPI_Abort it never does.
+        stream = sys.__stderr__ or stream
+    try:
+        stream.write(message)
+        stream.flush()
     except Exception:
         pass
     # Give the launcher a moment to forward the message: an abort that comes first can make

@@ -1,7 +1,9 @@
 """OneFlow's ``oneflow.comm`` API: collectives over the whole world, with OneFlow's signatures.
 
 These are the same operations as :mod:`mpiflow.distributed` (one communication layer under both),
-without groups or async handles, in place where OneFlow is in place.
+without groups or async handles, in place where OneFlow is in place. They take numpy arrays,
+mpiflow tensors, CuPy arrays and ``torch.Tensor``s (CPU zero-copy; CUDA through CuPy or pinned
+host memory), as :mod:`mpiflow.distributed` does.
 
 Examples:
     >>> import numpy, mpiflow as flow
@@ -11,11 +13,12 @@ Examples:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy
 
-from ._arrays import as_buffer
+from ._torch_arrays import is_torch_tensor, numpy_dtype
 from .communication import ReduceOp
 from .communication.group import world_comm, world_group
 from .distributed import collectives as _c
@@ -42,6 +45,12 @@ _DATA_TAG = 32003
 _MAX_DIMS = 64
 # dtypes that can cross the wire in a metadata message, by their index here.
 _WIRE_DTYPES = [numpy.dtype(c) for c in "?bhilqBHILQefdgFDG"]
+# torch dtypes numpy lacks, by their index after _WIRE_DTYPES, with the integer dtype of their
+# size that carries their bits (what _torch_arrays.host_array makes of them).
+_TORCH_WIRE: dict[str, numpy.dtype] = {
+    "bfloat16": numpy.dtype(numpy.int16), "float8_e4m3fn": numpy.dtype(numpy.uint8),
+    "float8_e5m2": numpy.dtype(numpy.uint8), "complex32": numpy.dtype(numpy.int32)}
+_TORCH_NAMES = list(_TORCH_WIRE)
 _SUM = ReduceOp.SUM  # Enum attribute lookups cost more than a module global on the hot path
 
 
@@ -51,8 +60,10 @@ def all_reduce(tensor: Any) -> None:
     Args:
         tensor: array or tensor; holds the sum afterwards on every rank.
     """
-    buf = tensor if type(tensor) is numpy.ndarray else as_buffer(tensor)
-    world_comm.all_reduce(buf, _SUM)
+    if type(tensor) is numpy.ndarray:
+        world_comm.all_reduce(tensor, _SUM)
+    else:  # mpiflow and torch tensors: through the face that stages (bfloat16, CUDA)
+        _c.all_reduce(tensor, _SUM)
 
 
 def all_gather(tensor_list: list[Any], tensor: Any) -> None:
@@ -120,16 +131,51 @@ def send(tensor: Any, dst: int, send_meta: bool = True) -> None:
             must then call ``recv`` without ``shape``/``dtype``; with ``send_meta=False`` it must
             give both (OneFlow's rule).
     """
-    buf = as_buffer(tensor)
+    buf, post = _c._arg(tensor, "tensor")
     peer = _c._peer(world_group, dst, "dst")
     if send_meta:
-        if buf.ndim > _MAX_DIMS or buf.dtype not in _WIRE_DTYPES:
-            raise TypeError(f"cannot describe a {buf.ndim}-d {buf.dtype} array to the receiver")
+        torch_name = _torch_only_name(tensor)
+        if torch_name is not None and torch_name in _TORCH_WIRE:
+            code = len(_WIRE_DTYPES) + _TORCH_NAMES.index(torch_name)
+        elif torch_name is None and buf.dtype in _WIRE_DTYPES:
+            code = _WIRE_DTYPES.index(buf.dtype)
+        else:
+            code = -1
+        if buf.ndim > _MAX_DIMS or code < 0:
+            described = tensor.dtype if torch_name is not None else buf.dtype
+            raise TypeError(f"cannot describe a {buf.ndim}-d {described} array to the receiver")
         meta = numpy.zeros(2 + _MAX_DIMS, dtype=numpy.int64)
-        meta[0], meta[1] = buf.ndim, _WIRE_DTYPES.index(buf.dtype)
+        meta[0], meta[1] = buf.ndim, code
         meta[2:2 + buf.ndim] = buf.shape
         world_comm.send(meta, peer, _META_TAG)
     world_comm.send(buf, peer, _DATA_TAG)
+    if post is not None:
+        post()
+
+
+def _torch_only_name(obj: Any) -> str | None:
+    """The dtype name of a torch tensor of a dtype numpy lacks ("bfloat16"), else None."""
+    if type(obj) is numpy.ndarray or not is_torch_tensor(obj) or numpy_dtype(obj.dtype):
+        return None
+    return str(obj.dtype).removeprefix("torch.")
+
+
+def _wire_dtype(dtype: Any) -> tuple[numpy.dtype, str | None]:
+    """The numpy dtype that carries ``dtype``, and its torch name when numpy lacks it.
+
+    Raises:
+        TypeError: a torch dtype that cannot be sent (quantized, or unknown here).
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(dtype, torch.dtype):
+        return numpy.dtype(dtype), None
+    found = numpy_dtype(dtype)
+    if found is not None:
+        return found, None
+    name = str(dtype).removeprefix("torch.")
+    if name not in _TORCH_WIRE:
+        raise TypeError(f"cannot receive {dtype} tensors")
+    return _TORCH_WIRE[name], name
 
 
 def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = None,
@@ -142,14 +188,17 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     Args:
         src: the sending rank, or None for any.
         shape: what arrives, when the sender sends no metadata.
-        dtype: what arrives, when the sender sends no metadata.
+        dtype: what arrives, when the sender sends no metadata: a numpy dtype (or what
+            ``numpy.dtype`` takes), or a ``torch.dtype``.
         device: "cuda" receives into a new CuPy array (what a device sender needs when
             device arrays travel over NCCL); None or "cpu" into a numpy array.
-        out: receive into this array or tensor instead of a new one.
+        out: receive into this array or tensor (numpy, mpiflow, CuPy, or a CPU or CUDA
+            ``torch.Tensor`` of any strides) instead of a new one.
 
     Returns:
         The received array (numpy; CuPy with ``device="cuda"``), or None when ``out`` was
-        given.
+        given. A tensor of a dtype numpy lacks (a bfloat16 tensor sent with its metadata, or
+        ``dtype=torch.bfloat16``) arrives as a ``torch.Tensor`` of that dtype (on ``device``).
 
     Examples:
         >>> if rank == 0: flow.comm.send(numpy.arange(3.0), dst=1)
@@ -158,24 +207,41 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     if (shape is None) != (dtype is None):
         raise ValueError("give both shape and dtype (sender used send_meta=False) or neither")
     source = None if src is None else _c._peer(world_group, src, "src")
-    target = None if out is None else as_buffer(out, "out")
+    target, post = (None, None) if out is None else _c._arg(out, "out", write=True)
+    torch_name: str | None  # the dtype that arrives, where numpy lacks it
     if shape is None:
         meta = numpy.empty(2 + _MAX_DIMS, dtype=numpy.int64)
         source = world_comm.recv(meta, source, _META_TAG)
-        ndim = int(meta[0])
-        shape, dtype = tuple(int(n) for n in meta[2:2 + ndim]), _WIRE_DTYPES[int(meta[1])]
+        ndim, code = int(meta[0]), int(meta[1])
+        shape = tuple(int(n) for n in meta[2:2 + ndim])
+        if code < len(_WIRE_DTYPES):
+            dtype, torch_name = _WIRE_DTYPES[code], None
+        else:
+            torch_name = _TORCH_NAMES[code - len(_WIRE_DTYPES)]
+            dtype = _TORCH_WIRE[torch_name]
     else:
         shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
-        dtype = numpy.dtype(dtype)
-    result = _array_module_of(device).empty(shape, dtype=dtype)
-    if target is not None and target.shape == result.shape and target.dtype == result.dtype:
+        dtype, torch_name = _wire_dtype(dtype)
+    # A dtype numpy lacks lands in host memory as its bits, then becomes a torch tensor.
+    result = _array_module_of(None if torch_name else device).empty(shape, dtype=dtype)
+    if (target is not None and target.shape == result.shape and target.dtype == result.dtype
+            and _torch_only_name(out) == torch_name):
         result = target
     world_comm.recv(result, source, _DATA_TAG)
     if target is None:
-        return result
+        if torch_name is None:
+            return result
+        import torch  # the sender sent a torch tensor, or the caller named a torch dtype
+
+        received = torch.from_numpy(result).view(getattr(torch, torch_name))
+        return received if device is None else received.to(device)
     if result is not target:
-        raise ValueError(f"received a {result.dtype} array of shape {result.shape}, but out is a "
-                         f"{target.dtype} array of shape {tuple(target.shape)}")
+        got = torch_name or result.dtype
+        raise ValueError(f"received a {got} array of shape {result.shape}, but out is a "
+                         f"{_torch_only_name(out) or target.dtype} array of shape "
+                         f"{tuple(target.shape)}")
+    if post is not None:
+        post()
     return None
 
 

@@ -1,10 +1,17 @@
 """Collectives and point-to-point with PyTorch's ``torch.distributed`` signatures and semantics.
 
-Every function takes numpy arrays or mpiflow tensors, works in place where PyTorch does, and
-checks its arguments on the calling rank before anything is sent: a wrong rank, a list of the
-wrong length or a mismatched shape raises ``ValueError``, a wrong type or an op the dtype lacks
-raises ``TypeError``. ``src``/``dst`` are world ranks; ``group=None`` is the whole world, and on
-a rank outside ``group`` every call does nothing (as in PyTorch).
+Every function takes numpy arrays, mpiflow tensors, CuPy arrays or ``torch.Tensor``s, works in
+place where PyTorch does, and checks its arguments on the calling rank before anything is sent:
+a wrong rank, a list of the wrong length or a mismatched shape raises ``ValueError``, a wrong
+type or an op the dtype lacks raises ``TypeError``. ``src``/``dst`` are world ranks;
+``group=None`` is the whole world, and on a rank outside ``group`` every call does nothing (as
+in PyTorch).
+
+torch tensors travel zero-copy through their own memory (strided ones are staged and written
+back by the MPI layer); bfloat16 and the other dtypes numpy lacks are reduced through a float32
+copy rounded back once, and CUDA tensors go through CuPy or pinned host memory
+(:mod:`.._torch_arrays`). Such copies are written back once the operation completes: at return,
+or for ``async_op=True`` when the :class:`Work` completes.
 """
 
 from __future__ import annotations
@@ -13,10 +20,14 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy
+
 from .._array_module import array_module
-from .._arrays import as_buffer, as_buffer_list
+from .._arrays import as_buffer
+from .._torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
 from ..communication import Communicator, ReduceOp, Work
 from ..communication.group import ProcessGroup, world_comm, world_group
+from ..communication.reduce_op import check_reduce_dtype
 
 __all__ = [
     "all_gather",
@@ -60,14 +71,82 @@ def _skipped(async_op: bool) -> Work | None:
     return Work() if async_op else None
 
 
-def _finish(work: Work | None, async_op: bool, post: Callable[[], None] | None
-            ) -> Work | None:
+def _finish(work: Work | None, async_op: bool, post: Post | None) -> Work | None:
+    """Run ``post`` once the operation has completed: now, or when ``work`` completes."""
     if async_op:
         assert work is not None
         return work if post is None else work.then(post)
     if post is not None:
         post()
     return None
+
+
+def _arg(obj: Any, what: str, write: bool = False) -> tuple[Any, Post | None]:
+    """The array behind an argument that is moved, not reduced, and the step that finishes it.
+
+    Args:
+        obj: a numpy array, a registered array-like or a torch tensor.
+        what: the argument's name, for errors.
+        write: the operation writes into ``obj`` (a CUDA tensor's staged copy is copied back).
+
+    Returns:
+        ``(array, post)``: ``post`` is None or must run after the operation has completed.
+    """
+    if type(obj) is numpy.ndarray:
+        return obj, None
+    if is_torch_tensor(obj):
+        return stage(obj, what, write=write)
+    return as_buffer(obj, what), None
+
+
+def _reduce_arg(obj: Any, what: str, op: ReduceOp, write: bool) -> tuple[Any, Post | None]:
+    """As :func:`_arg` for an operand of a reduction: a tensor of a dtype numpy lacks
+    (bfloat16) becomes a float32 (complex64) copy, never its bits, rounded back by ``post``."""
+    if type(obj) is numpy.ndarray:
+        return obj, None
+    if not is_torch_tensor(obj):
+        return as_buffer(obj, what), None
+    array, post = stage(obj, what, reduce=True, write=write)
+    if numpy_dtype(obj.dtype) is None:
+        # The communicator checks ``op`` against the wider dtype; name the tensor's own.
+        try:
+            check_reduce_dtype(op, array.dtype)
+        except TypeError as exc:
+            raise TypeError(f"{what} is a {obj.dtype} tensor (reduced as {array.dtype}): "
+                            f"{exc}") from None
+    return array, post
+
+
+def _list_args(objs: Any, what: str, write: bool = False, reduce: ReduceOp | None = None
+               ) -> tuple[list[Any], Post | None]:
+    """The arrays behind a list of arguments (see :func:`_arg`), and the steps finishing them.
+
+    Args:
+        objs: a list or tuple of arrays or tensors.
+        what: the list's name, for errors.
+        write: the operation writes into the entries.
+        reduce: the op, when the entries are reduced.
+    """
+    if not isinstance(objs, (list, tuple)):
+        raise TypeError(f"{what} must be a list of arrays or tensors, got {type(objs).__name__}")
+    arrays, posts = [], []
+    for i, obj in enumerate(objs):
+        array, post = (_arg(obj, f"{what}[{i}]", write) if reduce is None
+                       else _reduce_arg(obj, f"{what}[{i}]", reduce, write))
+        arrays.append(array)
+        posts.append(post)
+    return arrays, chain(*posts)
+
+
+def _check_torch_dtypes(objs: Sequence[Any], what: str) -> None:
+    """Raise ``TypeError`` when the torch tensors among ``objs`` differ in dtype.
+
+    bfloat16 and float16 tensors, say, become arrays of different dtypes, but bfloat16 and
+    int16 ones both become int16 arrays: only torch's own dtypes tell those apart.
+    """
+    dtypes = {o.dtype for o in objs if is_torch_tensor(o)}
+    if len(dtypes) > 1:
+        raise TypeError(f"{what} need one dtype, got tensors of {sorted(map(str, dtypes))}")
 
 
 def _check_like(bufs: Sequence[Any], size: int, like: Any, what: str) -> None:
@@ -82,19 +161,19 @@ def _check_like(bufs: Sequence[Any], size: int, like: Any, what: str) -> None:
             raise TypeError(f"{what}[{i}] has dtype {b.dtype}, expected {like.dtype}")
 
 
-def _copy_out(outs: Sequence[Any], stage: Any) -> Callable[[], None]:
+def _copy_out(outs: Sequence[Any], stacked: Any) -> Callable[[], None]:
     def post() -> None:
-        for out, part in zip(outs, stage):
+        for out, part in zip(outs, stacked):
             out[...] = part
 
     return post
 
 
 def _stack(comm: Communicator, bufs: Sequence[Any], like: Any) -> Any:
-    stage = array_module(like).empty((len(bufs), *like.shape), dtype=like.dtype)
+    stacked = array_module(like).empty((len(bufs), *like.shape), dtype=like.dtype)
     for i, b in enumerate(bufs):
-        stage[i] = b
-    return stage
+        stacked[i] = b
+    return stacked
 
 
 def _check_concat_shape(big: Any, small: Any, size: int, what: str) -> None:
@@ -132,7 +211,8 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
         return _skipped(async_op)
-    return comm.all_reduce(as_buffer(tensor), op, async_op)
+    buf, post = _reduce_arg(tensor, "tensor", op, write=True)
+    return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
 
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
@@ -144,7 +224,8 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
     if g.comm is None:
         return _skipped(async_op)
     root = g.group_rank(src, "src")
-    return g.comm.broadcast(as_buffer(tensor), root, async_op)
+    buf, post = _arg(tensor, "tensor", write=g.comm.rank != root)
+    return _finish(g.comm.broadcast(buf, root, async_op), async_op, post)
 
 
 def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
@@ -154,7 +235,8 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
     if g.comm is None:
         return _skipped(async_op)
     root = g.group_rank(dst, "dst")
-    return g.comm.reduce(as_buffer(tensor), op, root, async_op)
+    buf, post = _reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
+    return _finish(g.comm.reduce(buf, op, root, async_op), async_op, post)
 
 
 def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None = None,
@@ -169,12 +251,13 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
     if g.comm is None:
         return _skipped(async_op)
     comm = g.comm
-    buf = as_buffer(tensor)
-    outs = as_buffer_list(tensor_list, "tensor_list")
+    buf, in_post = _arg(tensor, "tensor")
+    outs, out_post = _list_args(tensor_list, "tensor_list", write=True)
     _check_like(outs, comm.size, buf, "tensor_list")
-    stage = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
-    work = comm.all_gather(buf, stage, async_op)
-    return _finish(work, async_op, _copy_out(outs, stage))
+    _check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
+    stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
+    work = comm.all_gather(buf, stacked, async_op)
+    return _finish(work, async_op, chain(in_post, _copy_out(outs, stacked), out_post))
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
@@ -190,10 +273,11 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out = as_buffer(output_tensor, "output_tensor")
-    inp = as_buffer(input_tensor, "input_tensor")
+    out, out_post = _arg(output_tensor, "output_tensor", write=True)
+    inp, in_post = _arg(input_tensor, "input_tensor")
     _check_concat_shape(out, inp, comm.size, "output_tensor")
-    return comm.all_gather(inp, out, async_op)
+    _check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
+    return _finish(comm.all_gather(inp, out, async_op), async_op, chain(in_post, out_post))
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
@@ -204,16 +288,17 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
         return _skipped(async_op)
     comm = g.comm
     root = g.group_rank(dst, "dst")
-    buf = as_buffer(tensor)
-    stage, post = None, None
+    buf, post = _arg(tensor, "tensor")
+    stacked = None
     if comm.rank == root:
         if gather_list is None:
             raise ValueError("gather_list is required on the destination rank")
-        outs = as_buffer_list(gather_list, "gather_list")
+        outs, out_post = _list_args(gather_list, "gather_list", write=True)
         _check_like(outs, comm.size, buf, "gather_list")
-        stage = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
-        post = _copy_out(outs, stage)
-    work = comm.gather(buf, stage, root, async_op)
+        _check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
+        stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
+        post = chain(post, _copy_out(outs, stacked), out_post)
+    work = comm.gather(buf, stacked, root, async_op)
     return _finish(work, async_op, post)
 
 
@@ -225,15 +310,17 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
         return _skipped(async_op)
     comm = g.comm
     root = g.group_rank(src, "src")
-    buf = as_buffer(tensor)
+    buf, post = _arg(tensor, "tensor", write=True)
     send = None
     if comm.rank == root:
         if scatter_list is None:
             raise ValueError("scatter_list is required on the source rank")
-        ins = as_buffer_list(scatter_list, "scatter_list")
+        ins, in_post = _list_args(scatter_list, "scatter_list")
         _check_like(ins, comm.size, buf, "scatter_list")
+        _check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
         send = _stack(comm, ins, buf)
-    return comm.scatter(send, buf, root, async_op)
+        post = chain(in_post, post)
+    return _finish(comm.scatter(send, buf, root, async_op), async_op, post)
 
 
 def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.SUM,
@@ -243,10 +330,12 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)
-    out = as_buffer(output, "output")
-    ins = as_buffer_list(input_list, "input_list")
+    out, out_post = _reduce_arg(output, "output", op, write=True)
+    ins, in_post = _list_args(input_list, "input_list", reduce=op)
     _check_like(ins, g.comm.size, out, "input_list")
-    return g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
+    _check_torch_dtypes([output, *input_list], "output and input_list")
+    work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
+    return _finish(work, async_op, chain(in_post, out_post))
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
@@ -261,10 +350,12 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out = as_buffer(output, "output")
-    inp = as_buffer(input, "input")
+    out, out_post = _reduce_arg(output, "output", op, write=True)
+    inp, in_post = _reduce_arg(input, "input", op, write=False)
     _check_concat_shape(inp, out, comm.size, "input")
-    return comm.reduce_scatter(inp, out, op, async_op)
+    _check_torch_dtypes([output, input], "output and input")
+    work = comm.reduce_scatter(inp, out, op, async_op)
+    return _finish(work, async_op, chain(in_post, out_post))
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
@@ -275,8 +366,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     if g.comm is None:
         return _skipped(async_op)
     comm = g.comm
-    outs = as_buffer_list(output_tensor_list, "output_tensor_list")
-    ins = as_buffer_list(input_tensor_list, "input_tensor_list")
+    outs, out_post = _list_args(output_tensor_list, "output_tensor_list", write=True)
+    ins, in_post = _list_args(input_tensor_list, "input_tensor_list")
     for what, bufs in (("output_tensor_list", outs), ("input_tensor_list", ins)):
         if len(bufs) != comm.size:
             raise ValueError(f"{what} must have one entry per rank of the group ({comm.size}), "
@@ -285,22 +376,23 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     if len(dtypes) > 1:
         names = sorted(map(str, dtypes))
         raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
+    _check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
     xp, dtype = array_module(ins[0]), ins[0].dtype
     send_counts = [b.size for b in ins]
     recv_counts = [b.size for b in outs]
     send = xp.concatenate([b.reshape(-1) for b in ins]) if ins else xp.empty(0, dtype)
-    stage = xp.empty(sum(recv_counts), dtype=dtype)
+    landing = xp.empty(sum(recv_counts), dtype=dtype)
     # Always the "v" form: a rank whose own counts happen to be equal cannot know that the
     # others' are, and mixing Alltoall on one rank with Alltoallv on another hangs.
-    work = comm.all_to_all_v(send, send_counts, stage, recv_counts, async_op)
+    work = comm.all_to_all_v(send, send_counts, landing, recv_counts, async_op)
 
     def post() -> None:
         offset = 0
         for out in outs:
-            out[...] = stage[offset:offset + out.size].reshape(out.shape)
+            out[...] = landing[offset:offset + out.size].reshape(out.shape)
             offset += out.size
 
-    return _finish(work, async_op, post)
+    return _finish(work, async_op, chain(in_post, post, out_post))
 
 
 def _split_counts(splits: Sequence[int] | None, rows: int, row: int, size: int,
@@ -333,25 +425,27 @@ def all_to_all_single(output: Any, input: Any,
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out = as_buffer(output, "output")
-    inp = as_buffer(input, "input")
+    out, out_post = _arg(output, "output", write=True)
+    inp, in_post = _arg(input, "input")
     if out.ndim == 0 or inp.ndim == 0:
         raise ValueError("all_to_all_single needs arrays with at least one dimension")
     if out.dtype != inp.dtype:
         raise TypeError(f"output dtype {out.dtype} differs from input dtype {inp.dtype}")
+    _check_torch_dtypes([output, input], "output and input")
+    post = chain(in_post, out_post)
     if output_split_sizes is None and input_split_sizes is None:
         if out.size != inp.size:
             raise ValueError(f"output has {out.size} elements, input {inp.size}; without split "
                              "sizes they must match")
         _split_counts(None, inp.shape[0], 1, comm.size, "input")  # checks dim 0 divides evenly
-        return comm.all_to_all(inp, out, async_op)
+        return _finish(comm.all_to_all(inp, out, async_op), async_op, post)
     in_row = math.prod(inp.shape[1:])
     out_row = math.prod(out.shape[1:])
     scounts = _split_counts(input_split_sizes, inp.shape[0], in_row, comm.size,
                             "input_split_sizes")
     rcounts = _split_counts(output_split_sizes, out.shape[0], out_row, comm.size,
                             "output_split_sizes")
-    return comm.all_to_all_v(inp, scounts, out, rcounts, async_op)
+    return _finish(comm.all_to_all_v(inp, scounts, out, rcounts, async_op), async_op, post)
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,
@@ -377,7 +471,10 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
         return
     g = resolve_group(group)
     if g.comm is not None:
-        g.comm.send(as_buffer(tensor), _peer(g, dst, "dst"), tag)
+        buf, post = _arg(tensor, "tensor")
+        g.comm.send(buf, _peer(g, dst, "dst"), tag)
+        if post is not None:
+            post()
 
 
 def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
@@ -385,7 +482,8 @@ def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0
     g = resolve_group(group)
     if g.comm is None:
         return Work()
-    work = g.comm.send(as_buffer(tensor), _peer(g, dst, "dst"), tag, async_op=True)
+    buf, post = _arg(tensor, "tensor")
+    work = _finish(g.comm.send(buf, _peer(g, dst, "dst"), tag, async_op=True), True, post)
     assert work is not None
     return work
 
@@ -402,7 +500,11 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
     if g.comm is None:
         return -1
     source = None if src is None else _peer(g, src, "src")
-    return g.ranks[g.comm.recv(as_buffer(tensor), source, tag)]
+    buf, post = _arg(tensor, "tensor", write=True)
+    sender = g.comm.recv(buf, source, tag)
+    if post is not None:
+        post()
+    return g.ranks[sender]
 
 
 def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
@@ -412,4 +514,6 @@ def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None
     if g.comm is None:
         return Work()
     source = None if src is None else _peer(g, src, "src")
-    return g.comm.irecv(as_buffer(tensor), source, tag)
+    buf, post = _arg(tensor, "tensor", write=True)
+    work = g.comm.irecv(buf, source, tag)
+    return work if post is None else work.then(post)

@@ -2,9 +2,10 @@
 
 ``sync_initial_weights`` broadcasts the model from one rank; ``sync_gradients`` all-reduces the
 gradients (averaged by default). Both take an mpiflow ``Module``, a ``torch.nn.Module`` (CPU
-tensors, updated in place; torch is imported only if the object is torch's), or a dict/list of
-numpy arrays (or tensors), and move the data in buckets of one dtype instead of one collective
-per parameter.
+or CUDA tensors of any dtype and strides, updated in place; torch is imported only if the object
+is torch's), or a dict/list of numpy arrays, mpiflow or torch tensors, and move the data in
+buckets of one dtype instead of one collective per parameter. bfloat16 gradients are averaged
+in float32 and rounded once.
 
 Examples:
     >>> model = Net()
@@ -21,6 +22,7 @@ from typing import Any
 from .._array_module import array_module
 from .._arrays import as_buffer
 from .._runtime import topology
+from .._torch_arrays import Post, chain, is_torch_tensor, stage
 from ..communication import ReduceOp
 from ..communication.group import ProcessGroup
 from .collectives import resolve_group
@@ -56,35 +58,49 @@ def _check_claims(rank: int | None, world_size: int | None, group: ProcessGroup)
         raise ValueError(f"world_size={world_size} but the group has {group.size()} ranks")
 
 
-def _weights(model: Any) -> list[Any]:
-    """Writable arrays sharing memory with the model's parameters and buffers."""
+def _staged(items: list[Any], reduce: bool) -> tuple[list[Any], Post | None]:
+    """The writable arrays behind arrays and tensors, and the step that writes staged copies
+    back once the collectives are done.
+
+    Args:
+        items: numpy arrays, registered array-likes or torch tensors (see
+            :func:`.._torch_arrays.stage`: bfloat16 reduces through float32, CUDA tensors
+            through CuPy or pinned host memory).
+        reduce: the arrays are reduced, not only moved.
+    """
+    arrays, posts = [], []
+    for item in items:
+        array, post = (stage(item, "model entry", reduce=reduce, write=True)
+                       if is_torch_tensor(item) else (as_buffer(item, "model entry"), None))
+        arrays.append(array)
+        posts.append(post)
+    return arrays, chain(*posts)
+
+
+def _weights(model: Any) -> tuple[list[Any], Post | None]:
+    """Writable arrays sharing memory with the model's parameters and buffers, and the step
+    that finishes them (writes staged copies back) once they are received."""
     if _is_torch_module(model):
-        tensors = [*model.parameters(), *model.buffers()]
-        out = []
-        for t in tensors:
-            if t.device.type != "cpu" or not t.is_contiguous():
-                raise ValueError("sync_initial_weights needs contiguous CPU torch tensors")
-            out.append(t.data.numpy())
-        return out
+        return _staged([*model.parameters(), *model.buffers()], reduce=False)
     if hasattr(model, "parameters") and hasattr(model, "buffers"):
-        return [t._data for t in [*model.parameters(), *model.buffers()] if t.is_local]
-    return _arrays_of(model)
+        return [t._data for t in [*model.parameters(), *model.buffers()] if t.is_local], None
+    return _arrays_of(model, reduce=False)
 
 
-def _gradients(model: Any) -> list[Any]:
-    """Writable arrays of the gradients; a parameter without one gets zeros, so that every rank
-    packs the same set."""
+def _gradients(model: Any) -> tuple[list[Any], Post | None]:
+    """Writable arrays of the gradients, and the step that finishes them; a parameter without
+    one gets zeros, so that every rank packs the same set."""
     if _is_torch_module(model):
         import torch
 
-        out = []
+        grads = []
         for p in model.parameters():
             if not p.requires_grad:
                 continue
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-            out.append(p.grad.numpy())
-        return out
+            grads.append(p.grad)
+        return _staged(grads, reduce=True)
     if hasattr(model, "parameters"):
         from ..creation import zeros_like
 
@@ -95,11 +111,11 @@ def _gradients(model: Any) -> list[Any]:
             if p.grad is None:
                 p.grad = zeros_like(p)
             out.append(p.grad._data)
-        return out
-    return _arrays_of(model)
+        return out, None
+    return _arrays_of(model, reduce=True)
 
 
-def _arrays_of(obj: Any) -> list[Any]:
+def _arrays_of(obj: Any, reduce: bool) -> tuple[list[Any], Post | None]:
     if isinstance(obj, Mapping):
         items = [obj[k] for k in obj]
     elif isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
@@ -107,7 +123,18 @@ def _arrays_of(obj: Any) -> list[Any]:
     else:
         raise TypeError(f"expected an mpiflow Module, a torch.nn.Module, or a dict/list of arrays, "
                         f"got {type(obj).__name__}")
-    return [as_buffer(x, "model entry") for x in items]
+    return _staged(items, reduce)
+
+
+def _by_module(arrays: list[Any]) -> list[list[Any]]:
+    """``arrays`` split by array module (host, then device): a packed buffer holds one kind.
+
+    Every rank must split alike, which it does when the ranks' models live on alike devices.
+    """
+    parts: dict[Any, list[Any]] = {}
+    for a in arrays:
+        parts.setdefault(array_module(a), []).append(a)
+    return list(parts.values())
 
 
 def _check_layout(arrays: list[Any], group: ProcessGroup, what: str) -> None:
@@ -141,15 +168,18 @@ def sync_initial_weights(model: Any, rank: int | None = None, world_size: int | 
     if g.comm is None:
         return
     root = g.group_rank(src, "src")
-    arrays = _weights(model)
+    every, post = _weights(model)
     if check:
-        _check_layout(arrays, g, "sync_initial_weights")
-    for bucket in _buckets_for(arrays):
-        flat = (bucket.pack(arrays) if g.comm.rank == root
-                else bucket.allocate(array_module(arrays[bucket.members[0]])))
-        g.comm.broadcast(flat, root)
-        if g.comm.rank != root:
-            bucket.unpack(arrays)
+        _check_layout(every, g, "sync_initial_weights")
+    for arrays in _by_module(every):
+        for bucket in _buckets_for(arrays):
+            flat = (bucket.pack(arrays) if g.comm.rank == root
+                    else bucket.allocate(array_module(arrays[bucket.members[0]])))
+            g.comm.broadcast(flat, root)
+            if g.comm.rank != root:
+                bucket.unpack(arrays)
+    if post is not None:
+        post()
 
 
 def sync_gradients(model: Any, rank: int | None = None, world_size: int | None = None,
@@ -167,7 +197,16 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
     _check_claims(rank, world_size, g)
     if g.comm is None:
         return
-    arrays = _gradients(model)
+    every, post = _gradients(model)
+    for arrays in _by_module(every):
+        _all_reduce_arrays(arrays, g, average)
+    if post is not None:
+        post()
+
+
+def _all_reduce_arrays(arrays: list[Any], g: ProcessGroup, average: bool) -> None:
+    """All-reduce ``arrays`` (of one array module) in place over ``g``, averaged or summed."""
+    assert g.comm is not None
     # Large contiguous gradients are reduced where they are: packing would only add two passes
     # over their bytes. The many small ones share a few packed buffers, saving latency.
     direct = [a for a in arrays if a.nbytes >= _DIRECT_BYTES and a.flags.c_contiguous]

@@ -37,7 +37,7 @@ def create_process_group(opts: Any, pg_options: Any = None) -> ProcessGroupMPIFl
         RuntimeError: torch's ranks do not match MPI's (the job was not launched the way
             its RANK/WORLD_SIZE say).
     """
-    world = world_comm.mpi_comm
+    world: Any = world_comm.mpi_comm  # an Intracomm; mpi4py's stubs say Comm
     ranks = list(opts.global_ranks_in_group) or list(range(world.Get_size()))
     me = world.Get_rank()
     if len(ranks) != opts.group_size or ranks[opts.group_rank] != me:

@@ -46,7 +46,7 @@ __all__ = ["BACKEND_NAME", "ProcessGroupMPIFlow"]
 
 BACKEND_NAME = "mpiflow"
 
-_RedOpType = dist.ReduceOp.RedOpType
+_RedOpType: Any = dist.ReduceOp.RedOpType
 _OPS = {
     _RedOpType.SUM: ReduceOp.SUM,
     _RedOpType.AVG: ReduceOp.AVG,
@@ -69,7 +69,7 @@ def _reduce_op(op: Any) -> tuple[ReduceOp, Any]:
     return mine, (getattr(op, "factor", None) if kind == _RedOpType.PREMUL_SUM else None)
 
 
-def _flat(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
+def _flat(tensors: Sequence[Any], what: str) -> Any:
     if len(tensors) != 1:
         raise ValueError(f"the mpiflow backend takes one tensor per rank in {what} "
                          f"(one device per process), got {len(tensors)}")
@@ -102,7 +102,14 @@ def overlap_enabled() -> bool:
                                                                           "on")
 
 
-class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
+# torch's stubs type ProcessGroup's methods as the overloads its C++ binding exposes, not as
+# the Python-facing calls torch makes into a Python subclass; and its option structs are not
+# all in them. Both are used through Any.
+_ProcessGroup: Any = dist.ProcessGroup
+_opts: Any = dist
+
+
+class ProcessGroupMPIFlow(_ProcessGroup):
     """A torch process group whose collectives run on one mpiflow MPI communicator.
 
     Made by torch through the registered backend (``init_process_group(backend="mpiflow")``,
@@ -178,7 +185,11 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
         if factor is not None:
             scaled = _premul(t, factor)
             array, post = stage(scaled, reduce=True, write=True)
-            post = chain(post, lambda: t.copy_(scaled))
+
+            def copy_back() -> None:
+                t.copy_(scaled)
+
+            post = chain(post, copy_back)
         else:
             array, post = stage(t, reduce=True, write=True)
         return self._work(run(array, mine, async_op), [t], post)
@@ -186,7 +197,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     # -- reductions ----------------------------------------------------------------------------
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce ``tensors[0]`` in place (``opts.reduceOp``, ``opts.asyncOp``)."""
-        opts = opts if opts is not None else dist.AllreduceOptions()
+        opts = opts if opts is not None else _opts.AllreduceOptions()
         t = _flat(tensors, "allreduce")
         async_op = opts.asyncOp and self._overlap
         if not async_op and t.device.type == "cpu" and not t.requires_grad:
@@ -199,14 +210,14 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce every tensor of ``tensors`` (one flat buffer per dtype when possible)."""
-        opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
-        works = [self.allreduce([t], _with_async(dist.AllreduceOptions(), opts))
+        opts = opts if opts is not None else _opts.AllreduceCoalescedOptions()
+        works = [self.allreduce([t], _with_async(_opts.AllreduceOptions(), opts))
                  for t in tensors]
         return _all_of(works, tensors)
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Reduce ``tensors[0]`` into ``opts.rootRank``'s (the others keep theirs)."""
-        opts = opts if opts is not None else dist.ReduceOptions()
+        opts = opts if opts is not None else _opts.ReduceOptions()
         t = _flat(tensors, "reduce")
         root = opts.rootRank
         comm = self._comm
@@ -224,7 +235,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def reduce_scatter(self, output_tensors: list[torch.Tensor],
                        input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
         """Reduce the ranks' lists of chunks; rank ``i`` gets chunk ``i`` in its output."""
-        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        opts = opts if opts is not None else _opts.ReduceScatterOptions()
         out = _flat(output_tensors, "reduce_scatter")
         chunks = _flat(input_tensors, "reduce_scatter")
         self._check_list(chunks, out, "input_tensor_list")
@@ -234,7 +245,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor,
                               opts: Any = None) -> dist._Work:
         """Reduce ``input`` (``size`` chunks along dim 0); rank ``i`` gets chunk ``i``."""
-        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        opts = opts if opts is not None else _opts.ReduceScatterOptions()
         if input.numel() != output.numel() * self._comm.size:
             raise ValueError(f"reduce_scatter input has {input.numel()} elements; with "
                              f"{self._comm.size} ranks it must have {self._comm.size} x "
@@ -261,7 +272,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
                                         inputs: list[torch.Tensor],
                                         opts: Any = None) -> dist._Work:
         """:meth:`reduce_scatter_single` of each (output, input) pair."""
-        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        opts = opts if opts is not None else _opts.ReduceScatterOptions()
         works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
         return _all_of(works, outputs)
 
@@ -270,7 +281,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     # -- data movement -------------------------------------------------------------------------
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Copy ``opts.rootRank``'s ``tensors[0]`` into everyone's."""
-        opts = opts if opts is not None else dist.BroadcastOptions()
+        opts = opts if opts is not None else _opts.BroadcastOptions()
         t = _flat(tensors, "broadcast")
         root = opts.rootRank
         if (not self._async(opts) and t.device.type == "cpu" and not t.requires_grad
@@ -282,7 +293,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def allgather(self, output_tensors: list[list[torch.Tensor]],
                   input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Fill ``output_tensors[0][i]`` with rank ``i``'s ``input_tensors[0]``."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
+        opts = opts if opts is not None else _opts.AllgatherOptions()
         inp = _flat(input_tensors, "allgather")
         outs = _flat(output_tensors, "allgather")
         self._check_list(outs, inp, "output_tensor_list")
@@ -293,7 +304,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor,
                           opts: Any = None) -> dist._Work:
         """Gather every rank's ``input`` into ``output``, concatenated along dim 0."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
+        opts = opts if opts is not None else _opts.AllgatherOptions()
         return self._all_gather(output, input, self._async(opts))
 
     _allgather_base = all_gather_single
@@ -330,7 +341,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def allgather_coalesced(self, output_lists: list[list[torch.Tensor]],
                             input_list: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """:meth:`allgather` of each input into its list of outputs."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
+        opts = opts if opts is not None else _opts.AllgatherOptions()
         works = [self.allgather([outs], [inp], opts) for outs, inp in zip(output_lists,
                                                                             input_list)]
         return _all_of(works, [t for outs in output_lists for t in outs])
@@ -339,7 +350,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
                                     inputs: list[torch.Tensor],
                                     opts: Any = None) -> dist._Work:
         """:meth:`all_gather_single` of each (output, input) pair."""
-        opts = opts if opts is not None else dist.AllgatherOptions()
+        opts = opts if opts is not None else _opts.AllgatherOptions()
         works = [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs)]
         return _all_of(works, outputs)
 
@@ -348,7 +359,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def gather(self, output_tensors: list[list[torch.Tensor]],
                input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Concatenate every rank's ``input_tensors[0]`` into root's ``output_tensors[0]``."""
-        opts = opts if opts is not None else dist.GatherOptions()
+        opts = opts if opts is not None else _opts.GatherOptions()
         inp = _flat(input_tensors, "gather")
         root = opts.rootRank
         send, _ = stage(inp)
@@ -365,7 +376,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     def scatter(self, output_tensors: list[torch.Tensor],
                 input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
         """Give rank ``i`` root's ``input_tensors[0][i]`` in ``output_tensors[0]``."""
-        opts = opts if opts is not None else dist.ScatterOptions()
+        opts = opts if opts is not None else _opts.ScatterOptions()
         out = _flat(output_tensors, "scatter")
         root = opts.rootRank
         recv, post = stage(out, write=True)
@@ -381,7 +392,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
                  opts: Any = None) -> dist._Work:
         """Send ``input_tensors[i]`` to rank ``i``; receive rank ``i``'s into
         ``output_tensors[i]`` (sizes may differ per rank)."""
-        opts = opts if opts is not None else dist.AllToAllOptions()
+        opts = opts if opts is not None else _opts.AllToAllOptions()
         size = self._comm.size
         for what, ts in (("output_tensor_list", output_tensors),
                          ("input_tensor_list", input_tensors)):
@@ -413,7 +424,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
                           input_split_sizes: list[int] | None,
                           opts: Any = None) -> dist._Work:
         """All-to-all of dim-0 slices, with per-rank split sizes (empty lists: equal)."""
-        opts = opts if opts is not None else dist.AllToAllOptions()
+        opts = opts if opts is not None else _opts.AllToAllOptions()
         size = self._comm.size
         out_rows = self._splits(output, output_split_sizes, "output_split_sizes")
         in_rows = self._splits(input, input_split_sizes, "input_split_sizes")
@@ -491,7 +502,7 @@ class ProcessGroupMPIFlow(dist.ProcessGroup):  # type: ignore[misc]
     # -- synchronisation -----------------------------------------------------------------------
     def barrier(self, opts: Any = None) -> dist._Work:
         """Block until every rank of the group has entered."""
-        opts = opts if opts is not None else dist.BarrierOptions()
+        opts = opts if opts is not None else _opts.BarrierOptions()
         work = self._comm.barrier(async_op=self._overlap and bool(getattr(opts, "asyncOp", 0)))
         return self._work(work, [], None)
 

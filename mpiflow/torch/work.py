@@ -32,7 +32,7 @@ from ..communication import Work as MPIWork
 __all__ = ["DoneWork", "PendingWork", "Progress", "progress"]
 
 
-class DoneWork(dist._Work):  # type: ignore[misc]
+class DoneWork(dist._Work):
     """A completed operation: its results are already in place.
 
     Args:
@@ -75,7 +75,7 @@ class DoneWork(dist._Work):  # type: ignore[misc]
         return self._source
 
 
-class PendingWork(dist._Work):  # type: ignore[misc]
+class PendingWork(dist._Work):
     """A started MPI operation: ``wait()`` or the progress thread completes it.
 
     Args:
