@@ -60,6 +60,9 @@ _OPS = {
 }
 
 
+_SUM = _RedOpType.SUM
+
+
 def _reduce_op(op: Any) -> tuple[ReduceOp, Any]:
     """mpiflow's op for torch's, and the PREMUL_SUM factor (None for other ops)."""
     kind = getattr(op, "op", op)
@@ -198,15 +201,16 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce ``tensors[0]`` in place (``opts.reduceOp``, ``opts.asyncOp``)."""
         opts = opts if opts is not None else _opts.AllreduceOptions()
-        t = _flat(tensors, "allreduce")
-        async_op = opts.asyncOp and self._overlap
-        if not async_op and t.device.type == "cpu" and not t.requires_grad:
-            # The common case with the least Python: a plain tensor's numpy view, straight to
-            # the communicator's fast path (which declines anything but the plain case).
-            kind = opts.reduceOp.op
-            if kind != _RedOpType.PREMUL_SUM and self._fast.all_reduce(_plain(t), _OPS[kind]):
-                return DoneWork(tensors)
-        return self._reduce_in_place(t, opts.reduceOp, async_op, self._comm.all_reduce)
+        t = tensors[0] if len(tensors) == 1 else _flat(tensors, "allreduce")
+        async_op = opts.asyncOp
+        # The common case with the least Python: a SUM of a plain CPU tensor, its numpy view
+        # straight to the communicator's fast path (which declines anything but the plain
+        # case). ``opts.reduceOp == SUM`` is the cheap test; reading ``.op`` costs 2 us.
+        if (t.is_cpu and not (async_op and self._overlap) and not t.requires_grad
+                and opts.reduceOp == _SUM and self._fast.all_reduce(_plain(t), ReduceOp.SUM)):
+            return DoneWork(tensors) if async_op else _DONE
+        return self._reduce_in_place(t, opts.reduceOp, async_op and self._overlap,
+                                     self._comm.all_reduce)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce every tensor of ``tensors`` (one flat buffer per dtype when possible)."""
@@ -284,9 +288,10 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         opts = opts if opts is not None else _opts.BroadcastOptions()
         t = _flat(tensors, "broadcast")
         root = opts.rootRank
-        if (not self._async(opts) and t.device.type == "cpu" and not t.requires_grad
+        async_op = opts.asyncOp
+        if (t.is_cpu and not (async_op and self._overlap) and not t.requires_grad
                 and self._fast.broadcast(_plain(t), root)):
-            return DoneWork(tensors)
+            return DoneWork(tensors) if async_op else _DONE
         array, post = stage(t, write=self._comm.rank != root)
         return self._work(self._comm.broadcast(array, root, self._async(opts)), [t], post)
 
@@ -521,6 +526,10 @@ class ProcessGroupMPIFlow(_ProcessGroup):
 
 
 # -- module helpers ----------------------------------------------------------------------------
+# What a blocking call returns: torch only waits on it (a no-op), so one object serves all.
+_DONE = DoneWork([])
+
+
 def _plain(t: torch.Tensor) -> Any:
     """The numpy view of a CPU tensor numpy has a dtype for, else None (the fast paths decline
     None)."""
