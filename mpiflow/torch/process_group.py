@@ -250,6 +250,11 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                               opts: Any = None) -> dist._Work:
         """Reduce ``input`` (``size`` chunks along dim 0); rank ``i`` gets chunk ``i``."""
         opts = opts if opts is not None else _opts.ReduceScatterOptions()
+        async_op = opts.asyncOp
+        if (_plain_pair(output, input) and not (async_op and self._overlap)
+                and opts.reduceOp == _SUM
+                and self._fast.reduce_scatter(_plain(input), _plain(output), ReduceOp.SUM)):
+            return DoneWork([output]) if async_op else _DONE
         if input.numel() != output.numel() * self._comm.size:
             raise ValueError(f"reduce_scatter input has {input.numel()} elements; with "
                              f"{self._comm.size} ranks it must have {self._comm.size} x "
@@ -310,7 +315,11 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                           opts: Any = None) -> dist._Work:
         """Gather every rank's ``input`` into ``output``, concatenated along dim 0."""
         opts = opts if opts is not None else _opts.AllgatherOptions()
-        return self._all_gather(output, input, self._async(opts))
+        async_op = opts.asyncOp
+        if (_plain_pair(output, input) and not (async_op and self._overlap)
+                and self._fast.all_gather(_plain(input), _plain(output))):
+            return DoneWork([output]) if async_op else _DONE
+        return self._all_gather(output, input, async_op and self._overlap)
 
     _allgather_base = all_gather_single
 
@@ -537,6 +546,13 @@ def _plain(t: torch.Tensor) -> Any:
         return t.numpy()
     except (TypeError, RuntimeError):
         return None
+
+
+def _plain_pair(out: torch.Tensor, inp: torch.Tensor) -> bool:
+    """Whether two CPU tensors may go to a fast path: no autograd, separate storages (numpy
+    views of one storage do not share a ``.base``, so the fast paths could not tell)."""
+    return (out.is_cpu and inp.is_cpu and not out.requires_grad and not inp.requires_grad
+            and out.untyped_storage().data_ptr() != inp.untyped_storage().data_ptr())
 
 
 def _flat_view(array: Any) -> Any:
