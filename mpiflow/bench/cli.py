@@ -3,7 +3,8 @@
 Run it under the launcher, e.g. ``mpiexec -n 2 python -m mpiflow.bench --quick``; only rank 0
 prints. ``--suite`` picks the tables: ``osu`` (the default: the cases of :mod:`.cases`, picked
 with ``--ops``), ``redistribution``, ``grad_sync``, ``ddp``, ``checkpoint``, ``watchdog``, or
-``all`` (see :mod:`.suites`).
+``all`` (see :mod:`.suites`), and ``torch`` (the torch.distributed backend beside raw mpi4py and
+gloo, :mod:`.torch_suite`; needs PyTorch, not part of ``all``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .plan import (
 )
 from .report import format_header, format_summary, format_table, results_json
 from .runner import describe_run, make_context, run
-from .suites import SUITE_RUNNERS, expand_suites
+from .suites import ALL_RUNNERS, OPTIONAL_SUITES, expand_suites
+from .torch_suite import TORCH_OPS, torch_settings
 
 __all__ = ["DTYPES", "QUICK", "build_parser", "main", "settings_from_args"]
 
@@ -77,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "collective watchdog on and off. Run under mpiexec; rank 0 prints.")
     p.add_argument("--suite", nargs="+", metavar="NAME",
                    help=f"tables to produce, by name or comma-separated, in this order: "
-                        f"{', '.join(SUITES)}, or all (default: osu)")
+                        f"{', '.join(SUITES)}, or all (default: osu); then "
+                        f"{', '.join(OPTIONAL_SUITES)} (needs PyTorch; not part of all)")
     cpu = ", ".join(c.name for c in select(device="cpu"))
     p.add_argument("--ops", nargs="+", metavar="OP",
                    help=f"osu cases to run, by name or comma-separated (default: all of the "
@@ -150,6 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "directory on rank 0's disk, removed afterwards)")
     g.add_argument("--checkpoint-repeat", type=int, default=3, metavar="N",
                    help="timed runs per side, the best kept (default 3)")
+    g = p.add_argument_group("torch")
+    g.add_argument("--torch-ops", nargs="+", metavar="OP",
+                   help=f"what the torch suite runs, by name or comma-separated (default: all): "
+                        f"{', '.join(TORCH_OPS)}, ddp")
+    g.add_argument("--torch-ddp-features", type=int, default=512, metavar="N",
+                   help="input and output features of the DDP step's MLP (default 512)")
+    g.add_argument("--torch-ddp-width", type=int, default=1024, metavar="N",
+                   help="its hidden features (default 1024: with 512, about 1M parameters)")
+    g.add_argument("--torch-ddp-batch", type=int, default=32, metavar="N",
+                   help="rows per rank per DDP step (default 32)")
+    g.add_argument("--torch-threads", type=int, default=1, metavar="N",
+                   help="torch's intra-op threads per rank (default 1, so that the ranks do "
+                        "not compete for cores)")
     return p
 
 
@@ -170,7 +186,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     """Turn parsed options into :class:`Settings`, filling in the full or quick defaults.
 
     Raises:
-        ValueError: an unknown case, a bad size range, or a count out of range.
+        ValueError: an unknown case or torch operation, a bad size range, or a count out of
+            range.
     """
     defaults = QUICK if args.quick else _FULL
 
@@ -186,6 +203,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     suites = expand_suites(_names(args.suite) or ["osu"])
     if args.ops is not None and "osu" not in suites:
         raise ValueError("--ops picks cases of the osu suite; add osu to --suite")
+    if args.torch_ops is not None and "torch" not in suites:
+        raise ValueError("--torch-ops picks operations of the torch suite; add torch to --suite")
     cases = select(_op_names(args.ops), args.device) if "osu" in suites else []
     if args.device != "cpu" and suites != ("osu",):
         raise ValueError(f"--device {args.device} runs the osu suite only (not "
@@ -199,17 +218,24 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     bad = [name for name, value in {**counts, **amounts}.items() if value <= 0]
     if bad:
         raise ValueError(f"{', '.join(bad)} must be positive")
-    return Settings(ops=tuple(c.name for c in cases), sizes=tuple(sizes), iters=iters,
-                    warmup=warmup, rounds=rounds, stat=args.stat, dtype=args.dtype,
-                    device=args.device, min_iters=min_iters, suites=suites,
-                    redist_sizes=tuple(args.redist_sizes or REDIST_SIZES),
-                    grad_tensors=args.grad_tensors,
-                    grad_ranges=tuple(args.grad_range or GRAD_RANGES),
-                    grad_fuse_bytes=args.grad_fuse, grad_chunk_bytes=args.grad_chunk,
-                    ddp_layers=args.ddp_layers, ddp_width=args.ddp_width,
-                    ddp_batch=args.ddp_batch, ddp_bucket_mb=args.ddp_bucket_mb,
-                    checkpoint_bytes=args.checkpoint_size, checkpoint_dir=args.checkpoint_dir,
-                    checkpoint_repeat=args.checkpoint_repeat)
+    settings = Settings(ops=tuple(c.name for c in cases), sizes=tuple(sizes), iters=iters,
+                        warmup=warmup, rounds=rounds, stat=args.stat, dtype=args.dtype,
+                        device=args.device, min_iters=min_iters, suites=suites,
+                        redist_sizes=tuple(args.redist_sizes or REDIST_SIZES),
+                        grad_tensors=args.grad_tensors,
+                        grad_ranges=tuple(args.grad_range or GRAD_RANGES),
+                        grad_fuse_bytes=args.grad_fuse, grad_chunk_bytes=args.grad_chunk,
+                        ddp_layers=args.ddp_layers, ddp_width=args.ddp_width,
+                        ddp_batch=args.ddp_batch, ddp_bucket_mb=args.ddp_bucket_mb,
+                        checkpoint_bytes=args.checkpoint_size, checkpoint_dir=args.checkpoint_dir,
+                        checkpoint_repeat=args.checkpoint_repeat)
+    if "torch" not in suites:
+        return settings
+    return torch_settings(settings, _op_names(args.torch_ops),
+                          torch_ddp_features=args.torch_ddp_features,
+                          torch_ddp_width=args.torch_ddp_width,
+                          torch_ddp_batch=args.torch_ddp_batch,
+                          torch_threads=args.torch_threads)
 
 
 def _parse(argv: Sequence[str] | None, quiet: bool) -> tuple[argparse.Namespace, Settings]:
@@ -232,8 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark (collective: every rank calls it with the same arguments).
 
     Returns:
-        The exit status: 0, or 2 when ``--device cuda`` finds no CuPy or no CUDA device, or
-        ``--plot`` no matplotlib (before anything runs; rank 0 says why on stderr).
+        The exit status: 0, or 2 when ``--device cuda`` finds no CuPy or no CUDA device,
+        ``--suite torch`` no PyTorch, or ``--plot`` no matplotlib (before anything runs; rank 0
+        says why on stderr).
     """
     rank = world_comm.rank
     args, settings = _parse(argv, quiet=rank != 0)
@@ -252,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             make_context(settings.dtype, settings.device)
         except CudaUnavailableError as exc:
             problem = f"--device cuda: CUDA is unavailable: {exc}"
+    for name in settings.suites:
+        check = None if name == "osu" else ALL_RUNNERS[name].check
+        if problem is None and check is not None:
+            problem = check(settings)  # e.g. --suite torch without PyTorch
     problems = comm.allgather(problem)
     if any(problems):
         first = next(p for p in problems if p)
@@ -287,14 +318,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in settings.suites:
         if name == "osu":
             continue
-        suite = SUITE_RUNNERS[name]
+        suite = ALL_RUNNERS[name]
         data = suite.run(settings)
         extra[name] = data
         say("")
         say(suite.format(data, markdown))
     if rank == 0 and args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results_json(meta, results, {k: SUITE_RUNNERS[k].to_json(v)
+            json.dump(results_json(meta, results, {k: ALL_RUNNERS[k].to_json(v)
                                                    for k, v in extra.items()}), f, indent=1)
             f.write("\n")
     if rank == 0 and args.plot:

@@ -9,6 +9,13 @@ Markdown) and ``to_json`` functions of them. The OSU suite (``osu``: the cases o
 * ``checkpoint``: :func:`.checkpoint.run_checkpoint_bench` (parallel save/load);
 * ``watchdog``: :func:`.watchdog.measure_watchdog_overhead` (the collective watchdog's cost on
   an 8-byte all-reduce; imported only when it runs).
+
+Optional suites (:data:`OPTIONAL_SUITES`) need a dependency mpiflow does not: they run only when
+named (not with ``all``), after the others, and their ``check`` says what is missing before
+anything runs:
+
+* ``torch``: :mod:`.torch_suite` (the ``"mpiflow"`` torch.distributed backend beside raw mpi4py
+  and gloo; needs PyTorch).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from .report import (
     format_watchdog,
 )
 
-__all__ = ["SUITE_RUNNERS", "Suite", "expand_suites", "run_suite"]
+__all__ = ["ALL_RUNNERS", "OPTIONAL_RUNNERS", "OPTIONAL_SUITES", "SUITE_RUNNERS", "Suite",
+           "expand_suites", "run_suite"]
 
 
 @dataclass(frozen=True)
@@ -38,12 +46,15 @@ class Suite:
         run: measures it (collective), returning its results.
         format: ``(results, markdown) -> str``, its table and summary lines.
         to_json: ``results -> data`` for the ``--json`` file.
+        check: ``settings -> problem``: why it cannot run here (a missing dependency), or
+            None; called on every rank before any suite runs (None: it can always run).
     """
 
     name: str
     run: Callable[[Settings], Any]
     format: Callable[[Any, bool], str]
     to_json: Callable[[Any], Any]
+    check: Callable[[Settings], str | None] | None = None
 
 
 def _run_redistribution(settings: Settings) -> Any:
@@ -90,23 +101,52 @@ SUITE_RUNNERS: dict[str, Suite] = {s.name: s for s in (
 )}
 
 
+def _run_torch(settings: Settings) -> Any:
+    from .torch_suite import run_torch
+
+    return run_torch(settings)
+
+
+def _format_torch(result: Any, markdown: bool) -> str:
+    from .torch_suite import format_torch
+
+    return format_torch(result, markdown)
+
+
+def _check_torch(settings: Settings) -> str | None:
+    from .torch_suite import torch_problem
+
+    return torch_problem(settings)
+
+
+OPTIONAL_RUNNERS: dict[str, Suite] = {s.name: s for s in (
+    Suite("torch", _run_torch, _format_torch, lambda result: result.to_json(), _check_torch),
+)}
+OPTIONAL_SUITES = tuple(OPTIONAL_RUNNERS)
+"""The suites that need an optional dependency: run when named, not with ``all``, last."""
+ALL_RUNNERS: dict[str, Suite] = {**SUITE_RUNNERS, **OPTIONAL_RUNNERS}
+"""Every suite beyond OSU's, by name."""
+
+
 def expand_suites(names: Sequence[str]) -> tuple[str, ...]:
-    """The suites to run, in :data:`.plan.SUITES` order, without repeats; ``all``: every one.
+    """The suites to run, in :data:`.plan.SUITES` order then :data:`OPTIONAL_SUITES`, without
+    repeats; ``all``: every one of :data:`.plan.SUITES`.
 
     Raises:
         ValueError: an unknown name.
     """
+    order = (*SUITES, *OPTIONAL_SUITES)
     wanted: set[str] = set()
     for name in names:
         if name == "all":
             wanted.update(SUITES)
-        elif name in SUITES:
+        elif name in order:
             wanted.add(name)
         else:
-            raise ValueError(f"unknown suite {name!r}; choose from {', '.join(SUITES)} or all")
-    return tuple(s for s in SUITES if s in wanted)
+            raise ValueError(f"unknown suite {name!r}; choose from {', '.join(order)} or all")
+    return tuple(s for s in order if s in wanted)
 
 
 def run_suite(name: str, settings: Settings) -> Any:
     """Run the suite ``name`` (collective; not ``osu``, which :func:`.runner.run` runs)."""
-    return SUITE_RUNNERS[name].run(settings)
+    return ALL_RUNNERS[name].run(settings)

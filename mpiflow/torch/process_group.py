@@ -90,6 +90,8 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _extent(t: torch.Tensor) -> int:
+    if t.is_contiguous():
+        return t.nbytes
     span = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
     return span * t.element_size()
 
@@ -439,6 +441,11 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                           opts: Any = None) -> dist._Work:
         """All-to-all of dim-0 slices, with per-rank split sizes (empty lists: equal)."""
         opts = opts if opts is not None else _opts.AllToAllOptions()
+        async_op = opts.asyncOp
+        if (not output_split_sizes and not input_split_sizes and _plain_pair(output, input)
+                and not (async_op and self._overlap)
+                and self._fast.all_to_all(_plain(input), _plain(output))):
+            return DoneWork([output]) if async_op else _DONE
         size = self._comm.size
         out_rows = self._splits(output, output_split_sizes, "output_split_sizes")
         in_rows = self._splits(input, input_split_sizes, "input_split_sizes")

@@ -1,0 +1,815 @@
+"""The ``torch`` suite: torch.distributed on the ``"mpiflow"`` backend, beside raw mpi4py and gloo.
+
+``python -m mpiflow.bench --suite torch`` times, in one job and on the same float32 tensors,
+three ways of running each collective of torch.distributed:
+
+* ``backend``: the torch call on the default group, whose backend is ``"mpiflow"``
+  (:mod:`mpiflow.torch`), e.g. ``dist.all_reduce(t)``;
+* ``raw``: raw mpi4py on the tensors' memory, e.g.
+  ``comm.Allreduce(MPI.IN_PLACE, t.numpy(), MPI.SUM)`` on a duplicate of ``COMM_WORLD``: the
+  floor, so ``backend / raw`` is what the backend adds to MPI;
+* ``gloo``: the same torch call with ``group=gloo``, a gloo group over the same ranks: what a
+  torch user runs on CPUs without this backend, so ``gloo / backend > 1`` means the backend wins.
+
+The operations are those of the OSU suite (all_reduce, all_gather, reduce_scatter, broadcast,
+all_to_all, a send/recv ping-pong between ranks 0 and 1), with its sizes, layouts and bus
+factors (``--min-bytes``, ``--max-bytes``, ``--factor``), timed by
+:func:`.runner.measure_interleaved` in two phases: first the backend and raw mpi4py, back to
+back in every round at every size, for every operation; then the backend and gloo alike, each
+pair's order alternating from round to round. (Timed in the same rounds as gloo, the backend's
+ratio to raw mpi4py rose by 5-15% at 1-4 MiB: an effect of gloo's activity on the 2 cores that
+a job on one backend does not see.) Then one training step of an MLP (``Linear(512, 1024)``,
+ReLU, ``Linear(1024, 512)``: about 1M parameters; batch 32 per rank, MSE loss, SGD) in
+``DistributedDataParallel`` on the backend and on gloo, same weights and data, beside the same
+step without communication, the three sides in their six orders round by round.
+
+The default group is made with an explicit TCP store (``tcp://``, a port rank 0 picks and
+broadcasts over MPI), since gloo needs a store every rank reaches; a default group that already
+exists on the ``"mpiflow"`` backend is used as it is. torch runs ``--torch-threads`` (1) intra-op
+threads per rank, so that ranks do not compete for cores.
+
+torch is imported only when the suite runs, so this module imports without it, and
+:func:`torch_problem` says what is missing before anything runs. The goals (reported, never
+asserted; judged at 2 ranks): all_reduce through the backend within 3x raw mpi4py at 8 B and
+within 1.10x from 1 MiB, and the DDP step at least 2x as fast as gloo's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from functools import partial
+from typing import Any, NamedTuple
+
+import numpy
+from mpi4py import MPI
+
+from ..communication.group import world_comm
+from .metrics import (
+    ALL_REDUCE_FACTOR,
+    LARGE_BYTES,
+    ONE_FACTOR,
+    SPREAD_FACTOR,
+    BusFactor,
+    Goal,
+    Layout,
+    Timings,
+    bandwidth,
+    chunked_layout,
+    gather_layout,
+    scatter_layout,
+    whole_layout,
+)
+from .plan import Settings, format_bytes
+from .report import approx_bytes, format_grid
+
+__all__ = ["ALL_REDUCE_GOALS", "DDP_GOAL", "DDP_SIDES", "GOAL_RANKS", "SIDES", "TORCH_OPS",
+           "DDPStepResult", "Env", "GoalCheck", "Prepared", "TorchOp", "TorchOpResult",
+           "TorchResult", "TorchRow", "TorchSettings", "build_ddp_steps", "build_op",
+           "format_torch", "goal_checks", "init_groups", "run_torch", "torch_problem",
+           "torch_settings"]
+
+SIDES = ("backend", "raw", "gloo")
+DDP_SIDES = ("backend", "gloo", "local")
+GOAL_RANKS = 2
+"""The goals are judged at this many ranks."""
+ALL_REDUCE_GOALS = (Goal("8 B", 3.0, 0, 8), Goal(">= 1 MiB", 1.10, LARGE_BYTES))
+"""all_reduce: the largest acceptable backend / raw mpi4py ratio, by size."""
+DDP_GOAL = 2.0
+"""The DDP step: the least acceptable gloo / backend ratio of step times."""
+_ITEMSIZE = 4  # float32
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TorchOp:
+    """One operation of the suite: how to build its three sides at one size.
+
+    Attributes:
+        name: the name ``--torch-ops`` selects it by (the OSU case's name).
+        functions: the torch.distributed function it calls, newest name first (torch 2.13
+            renamed ``all_gather_into_tensor`` and ``reduce_scatter_tensor``; the old names
+            warn on every call).
+        call: the torch call as printed (``{fn}``: the function's name).
+        raw_call: the raw mpi4py call as printed.
+        layout: ``(nbytes, itemsize, nranks) -> Layout`` (:mod:`.metrics`).
+        bus_factor: nccl-tests' bus factor.
+        build: ``(env, layout, fn) -> Prepared``: allocates the tensors, returns the sides.
+        min_ranks: the fewest ranks it runs on.
+        ops_per_call: operations per call (a ping-pong is 2 one-way messages).
+    """
+
+    name: str
+    functions: tuple[str, ...]
+    call: str
+    raw_call: str
+    layout: Callable[[int, int, int], Layout]
+    bus_factor: BusFactor
+    build: Callable[[Env, Layout, Any], Prepared]
+    min_ranks: int = 1
+    ops_per_call: int = 1
+
+
+@dataclass(frozen=True)
+class TorchSettings(Settings):
+    """:class:`.plan.Settings` and the torch suite's own options.
+
+    Attributes:
+        torch_ops: what to run, from :data:`TORCH_OPS` and ``"ddp"``, in that order.
+        torch_ddp_features: the MLP's input and output features.
+        torch_ddp_width: its hidden features.
+        torch_ddp_batch: rows per rank per step.
+        torch_threads: torch's intra-op threads per rank (``torch.set_num_threads``).
+    """
+
+    torch_ops: tuple[str, ...] = ()
+    torch_ddp_features: int = 512
+    torch_ddp_width: int = 1024
+    torch_ddp_batch: int = 32
+    torch_threads: int = 1
+
+
+def torch_settings(settings: Settings, ops: Sequence[str] | None = None,
+                   **options: Any) -> TorchSettings:
+    """``settings`` with the torch suite's options (the others keep theirs or the defaults).
+
+    Args:
+        settings: the run's settings.
+        ops: the operations to run, by name (None: every one and the DDP step).
+        options: ``torch_ddp_features``, ``torch_ddp_width``, ``torch_ddp_batch``,
+            ``torch_threads``.
+
+    Raises:
+        ValueError: an unknown operation, or a count that is not positive.
+    """
+    known = (*TORCH_OPS, "ddp")
+    current = {f.name: getattr(settings, f.name) for f in fields(settings)}
+    chosen = tuple(ops) if ops is not None else current.get("torch_ops") or known
+    bad = [n for n in chosen if n not in known]
+    if bad:
+        raise ValueError(f"unknown torch operation {bad[0]!r}; choose from {', '.join(known)}")
+    current.update(options, torch_ops=tuple(n for n in known if n in chosen))
+    for name in ("torch_ddp_features", "torch_ddp_width", "torch_ddp_batch", "torch_threads"):
+        if current.get(name, 1) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive")
+    return TorchSettings(**current)
+
+
+# -- the operations ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Env:
+    """Where the sides run: torch, the raw communicator, the gloo group, this rank."""
+
+    torch: Any
+    dist: Any
+    comm: Any
+    gloo: Any
+    rank: int
+    nranks: int
+
+
+class Prepared(NamedTuple):
+    """An operation built at one size: its sides' zero-argument calls, and its tensors."""
+
+    sides: dict[str, Callable[[], Any]]
+    send: Any | None
+    recv: Any
+
+
+def _tensors(env: Env, layout: Layout) -> tuple[Any | None, Any]:
+    zeros, float32 = env.torch.zeros, env.torch.float32
+    send = zeros(layout.send, dtype=float32) if layout.send else None
+    return send, zeros(layout.recv, dtype=float32)
+
+
+# Zeros stay zeros under repeated sums; every side works on the same tensors (the raw side on
+# their numpy views, which share the memory).
+
+def _build_all_reduce(env: Env, layout: Layout, fn: Any) -> Prepared:
+    _, t = _tensors(env, layout)
+    return Prepared({"backend": partial(fn, t),
+                     "raw": partial(env.comm.Allreduce, MPI.IN_PLACE, t.numpy(), MPI.SUM),
+                     "gloo": partial(fn, t, group=env.gloo)}, None, t)
+
+
+def _build_all_gather(env: Env, layout: Layout, fn: Any) -> Prepared:
+    inp, out = _tensors(env, layout)
+    assert inp is not None
+    return Prepared({"backend": partial(fn, out, inp),
+                     "raw": partial(env.comm.Allgather, inp.numpy(), out.numpy()),
+                     "gloo": partial(fn, out, inp, group=env.gloo)}, inp, out)
+
+
+def _build_reduce_scatter(env: Env, layout: Layout, fn: Any) -> Prepared:
+    inp, out = _tensors(env, layout)
+    assert inp is not None
+    return Prepared({"backend": partial(fn, out, inp),
+                     "raw": partial(env.comm.Reduce_scatter_block, inp.numpy(), out.numpy(),
+                                    MPI.SUM),
+                     "gloo": partial(fn, out, inp, group=env.gloo)}, inp, out)
+
+
+def _build_broadcast(env: Env, layout: Layout, fn: Any) -> Prepared:
+    _, t = _tensors(env, layout)
+    return Prepared({"backend": partial(fn, t, 0),
+                     "raw": partial(env.comm.Bcast, t.numpy(), 0),
+                     "gloo": partial(fn, t, 0, group=env.gloo)}, None, t)
+
+
+def _build_all_to_all(env: Env, layout: Layout, fn: Any) -> Prepared:
+    inp, out = _tensors(env, layout)
+    assert inp is not None
+    return Prepared({"backend": partial(fn, out, inp),
+                     "raw": partial(env.comm.Alltoall, inp.numpy(), out.numpy()),
+                     "gloo": partial(fn, out, inp, group=env.gloo)}, inp, out)
+
+
+def _idle() -> None:
+    """What a rank outside the ping-pong pair runs."""
+
+
+def _ping_pong(first: Callable[[], Any], then: Callable[[], Any]) -> Callable[[], None]:
+    def call() -> None:
+        first()
+        then()
+
+    return call
+
+
+def _build_send_recv(env: Env, layout: Layout, fn: Any) -> Prepared:
+    """osu_latency's ping-pong between ranks 0 and 1; other ranks stay idle."""
+    _, t = _tensors(env, layout)
+    if env.rank > 1:
+        return Prepared(dict.fromkeys(SIDES, _idle), None, t)
+    a, comm, dist, peer = t.numpy(), env.comm, env.dist, 1 - env.rank
+    pairs = {"backend": (partial(dist.send, t, peer), partial(dist.recv, t, peer)),
+             "raw": (partial(comm.Send, a, peer, 0), partial(comm.Recv, a, peer, 0)),
+             "gloo": (partial(dist.send, t, peer, group=env.gloo),
+                      partial(dist.recv, t, peer, group=env.gloo))}
+    return Prepared({side: _ping_pong(send, recv) if env.rank == 0 else _ping_pong(recv, send)
+                     for side, (send, recv) in pairs.items()}, None, t)
+
+
+_OPS = (
+    TorchOp("all_reduce", ("all_reduce",), "dist.{fn}(t)",
+            "comm.Allreduce(MPI.IN_PLACE, t.numpy(), MPI.SUM)", whole_layout, ALL_REDUCE_FACTOR,
+            _build_all_reduce),
+    TorchOp("all_gather", ("all_gather_single", "all_gather_into_tensor"), "dist.{fn}(out, inp)",
+            "comm.Allgather(inp.numpy(), out.numpy())", gather_layout, SPREAD_FACTOR,
+            _build_all_gather),
+    TorchOp("reduce_scatter", ("reduce_scatter_single", "reduce_scatter_tensor"),
+            "dist.{fn}(out, inp)",
+            "comm.Reduce_scatter_block(inp.numpy(), out.numpy(), MPI.SUM)", scatter_layout,
+            SPREAD_FACTOR, _build_reduce_scatter),
+    TorchOp("broadcast", ("broadcast",), "dist.{fn}(t, 0)", "comm.Bcast(t.numpy(), 0)",
+            whole_layout, ONE_FACTOR, _build_broadcast),
+    TorchOp("all_to_all", ("all_to_all_single",), "dist.{fn}(out, inp)",
+            "comm.Alltoall(inp.numpy(), out.numpy())", chunked_layout, SPREAD_FACTOR,
+            _build_all_to_all),
+    TorchOp("send_recv", ("send",), "dist.send(t, peer); dist.recv(t, peer)",
+            "comm.Send(a, peer, 0); comm.Recv(a, peer, 0)", whole_layout, ONE_FACTOR,
+            _build_send_recv, min_ranks=2, ops_per_call=2),
+)
+OPS: dict[str, TorchOp] = {op.name: op for op in _OPS}
+TORCH_OPS = tuple(OPS)
+"""The operations of the suite, in the order they run (then ``"ddp"``, the training step)."""
+
+
+def _function(dist: Any, op: TorchOp) -> tuple[str, Any]:
+    """The first of ``op.functions`` this torch has, and the function."""
+    for name in op.functions:
+        fn = getattr(dist, name, None)
+        if fn is not None:
+            return name, fn
+    raise RuntimeError(f"this torch has none of torch.distributed.{'/'.join(op.functions)}")
+
+
+def build_op(env: Env, name: str, nbytes: int) -> tuple[Prepared, Layout]:
+    """Build operation ``name`` at the requested size ``nbytes`` (float32 tensors of zeros).
+
+    Returns:
+        The sides and the tensors they share, and the layout.
+    """
+    op = OPS[name]
+    layout = op.layout(nbytes, _ITEMSIZE, env.nranks)
+    return op.build(env, layout, _function(env.dist, op)[1]), layout
+
+
+# -- results ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TorchRow:
+    """One operation at one size: the backend beside raw mpi4py, then beside gloo.
+
+    Attributes:
+        op: the operation's name.
+        size: the requested size in bytes (the goals use it).
+        nbytes: the measured size by the nccl-tests convention.
+        iters: timed calls per batch.
+        warmup: warm-up calls per side.
+        nranks: the number of ranks.
+        factor: the bus factor at ``nranks``.
+        timings: the sides of :data:`SIDES`, seconds per operation per round (backend and raw
+            from the first phase, gloo from the second).
+        gloo_pass: the second phase: ``("backend", "gloo")``, timed back to back.
+    """
+
+    op: str
+    size: int
+    nbytes: int
+    iters: int
+    warmup: int
+    nranks: int
+    factor: float
+    timings: Timings
+    gloo_pass: Timings
+
+    def time(self, side: str) -> float:
+        """Seconds per operation of ``side``."""
+        return self.timings.time(side)
+
+    def busbw(self, side: str) -> float:
+        """Bus bandwidth in GB/s of ``side``."""
+        return bandwidth(self.nbytes, self.time(side)) * self.factor
+
+    @property
+    def vs_raw(self) -> float:
+        """The backend's time over raw mpi4py's, paired by round (1.0: no overhead)."""
+        return self.timings.ratio("backend", "raw")
+
+    @property
+    def gloo_vs_backend(self) -> float:
+        """gloo's time over the backend's, paired by round (> 1: the backend is faster)."""
+        return self.gloo_pass.ratio("gloo", "backend")
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON-ready data (times in microseconds, bandwidths in GB/s)."""
+        return {"size": self.size, "nbytes": self.nbytes, "iters": self.iters,
+                "warmup": self.warmup, "backend_vs_raw": self.vs_raw,
+                "gloo_vs_backend": self.gloo_vs_backend,
+                "busbw_GBps": {s: self.busbw(s) for s in self.timings.sides},
+                "sides": self.timings.to_json(), "gloo_pass": self.gloo_pass.to_json()}
+
+
+@dataclass(frozen=True)
+class TorchOpResult:
+    """One operation at every size.
+
+    Attributes:
+        name: the operation.
+        call: the torch call timed (the backend's; gloo's adds ``group=gloo``).
+        raw_call: the raw mpi4py call timed.
+        factor_formula: the bus factor as a formula of ``n``.
+        rows: one per size; empty when the operation needs more ranks.
+    """
+
+    name: str
+    call: str
+    raw_call: str
+    factor_formula: str
+    rows: tuple[TorchRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The operation as JSON-ready data."""
+        return {"call": self.call, "raw_call": self.raw_call,
+                "rows": [r.to_json() for r in self.rows]}
+
+
+@dataclass(frozen=True)
+class DDPStepResult:
+    """The training step of the MLP, through the backend, gloo and without communication.
+
+    Attributes:
+        features: input and output features.
+        width: hidden features.
+        batch: rows per rank.
+        params: parameter count.
+        nranks: the number of ranks.
+        iters: timed steps per batch.
+        timings: the sides of :data:`DDP_SIDES`, seconds per step per round.
+    """
+
+    features: int
+    width: int
+    batch: int
+    params: int
+    nranks: int
+    iters: int
+    timings: Timings
+
+    @property
+    def speedup(self) -> float:
+        """gloo's step time over the backend's, paired by round (> 1: the backend is faster)."""
+        return self.timings.ratio("gloo", "backend")
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as JSON-ready data (times in microseconds)."""
+        return {"features": self.features, "width": self.width, "batch": self.batch,
+                "params": self.params, "ranks": self.nranks, "iters": self.iters,
+                "gloo_vs_backend": self.speedup,
+                "vs_local": {s: self.timings.ratio(s, "local") for s in self.timings.sides},
+                "sides": self.timings.to_json()}
+
+
+@dataclass(frozen=True)
+class TorchResult:
+    """Everything the suite measured.
+
+    Attributes:
+        torch_version: ``torch.__version__``.
+        threads: torch's intra-op threads per rank.
+        nranks: the number of ranks.
+        rounds: timed batches per side.
+        stat: how a side's batches give its time.
+        ops: the operations, in the order run.
+        ddp: the DDP step (None when not run).
+    """
+
+    torch_version: str
+    threads: int
+    nranks: int
+    rounds: int
+    stat: str
+    ops: tuple[TorchOpResult, ...]
+    ddp: DDPStepResult | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as JSON-ready data."""
+        return {"torch": self.torch_version, "threads": self.threads, "ranks": self.nranks,
+                "rounds": self.rounds, "stat": self.stat,
+                "ops": {o.name: o.to_json() for o in self.ops},
+                "ddp": None if self.ddp is None else self.ddp.to_json(),
+                "goals": [c._asdict() for c in goal_checks(self)]}
+
+
+class GoalCheck(NamedTuple):
+    """One goal: what it asks, the measured value, where, and whether it is met.
+
+    ``met`` is None when nothing measured covers it, or at a rank count other than
+    :data:`GOAL_RANKS`.
+    """
+
+    goal: str
+    value: float | None
+    where: str
+    met: bool | None
+
+
+def goal_checks(result: TorchResult) -> list[GoalCheck]:
+    """The goals: all_reduce backend/raw at 8 B and from 1 MiB (worst row), the DDP step."""
+    judged = result.nranks == GOAL_RANKS
+    rows = next((o.rows for o in result.ops if o.name == "all_reduce"), ())
+    checks = []
+    for goal in ALL_REDUCE_GOALS:
+        covered = [r for r in rows if goal.applies(r.size)]
+        worst = max(covered, key=lambda r: r.vs_raw) if covered else None
+        text = f"all_reduce {goal.label}: backend/raw <= {goal.max_ratio:g}"
+        if worst is None:
+            checks.append(GoalCheck(text, None, "", None))
+        else:
+            checks.append(GoalCheck(text, worst.vs_raw, format_bytes(worst.size),
+                                    worst.vs_raw <= goal.max_ratio if judged else None))
+    text = f"DDP step: gloo/backend >= {DDP_GOAL:g}"
+    ddp = result.ddp
+    checks.append(GoalCheck(text, None if ddp is None else ddp.speedup, "",
+                            None if ddp is None or not judged else ddp.speedup >= DDP_GOAL))
+    return checks
+
+
+# -- running ----------------------------------------------------------------------------------
+
+def _import_torch(threads: int) -> tuple[Any, Any]:
+    """torch and torch.distributed, the ``"mpiflow"`` backend registered."""
+    # Before torch's first import, so that its OpenMP pool starts with this many threads.
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    import torch
+    import torch.distributed as dist
+
+    from .. import torch as _backend  # noqa: F401 - registers the "mpiflow" backend
+
+    if not dist.is_available():
+        raise ImportError("this torch was built without torch.distributed")
+    return torch, dist
+
+
+def torch_problem(settings: Settings) -> str | None:
+    """Why the torch suite cannot run here (torch missing or unusable), or None.
+
+    Imports torch and :mod:`mpiflow.torch` (no communication).
+    """
+    threads = getattr(settings, "torch_threads", 1)
+    try:
+        _import_torch(threads)
+    except Exception as exc:  # ImportError, or an old torch failing in mpiflow.torch
+        return (f"--suite torch needs PyTorch >= 2.1 with torch.distributed "
+                f"(pip install 'mpiflow[torch]'): {type(exc).__name__}: {exc}")
+    return None
+
+
+def init_groups(dist: Any) -> tuple[Any, bool]:
+    """Make the default group on the ``"mpiflow"`` backend and a gloo group (collective).
+
+    The default group gets a TCP store on rank 0 (its port picked by rank 0 and broadcast over
+    MPI; ``127.0.0.1`` when every rank runs on one node), which gloo's group then uses. An
+    existing default group on the ``"mpiflow"`` backend is kept.
+
+    Returns:
+        The gloo group, and whether the default group was made here (to destroy it after).
+
+    Raises:
+        RuntimeError: the default group exists on another backend.
+    """
+    comm = world_comm.mpi_comm
+    made = False
+    if dist.is_initialized():
+        backend = dist.get_backend()
+        if backend != "mpiflow":
+            raise RuntimeError(f"the default process group runs on {backend!r}; the torch "
+                               f"suite needs it on 'mpiflow' (or not yet initialized)")
+    else:
+        one_node = len(set(comm.allgather(MPI.Get_processor_name()))) == 1
+        address = None
+        if comm.rank == 0:
+            host = "127.0.0.1" if one_node else socket.getfqdn()
+            with socket.socket() as s:
+                s.bind(("127.0.0.1" if one_node else "", 0))
+                address = (host, s.getsockname()[1])
+        host, port = comm.bcast(address, root=0)
+        dist.init_process_group("mpiflow", init_method=f"tcp://{host}:{port}",
+                                rank=comm.rank, world_size=comm.size)
+        made = True
+    return dist.new_group(backend="gloo"), made
+
+
+def _interleaved(groups: Sequence[dict[str, Callable[[], Any]]], sides: Sequence[str],
+                 iters: Sequence[int], warmup: Sequence[int], rounds: int,
+                 timer: Any) -> numpy.ndarray:
+    """:func:`.runner.measure_interleaved` of the ``sides`` of each group, round ``r`` in the
+    ``r``-th of their orders (cycling through all of them), so that every side follows every
+    other equally often. Returns seconds per call shaped ``(groups, rounds, sides)``."""
+    from .runner import measure_interleaved
+
+    orders = list(itertools.permutations(range(len(sides))))
+    times = numpy.zeros((len(groups), rounds, len(sides)))
+    for r in range(rounds):
+        order = list(orders[r % len(orders)])
+        batch = measure_interleaved([[g[sides[k]] for k in order] for g in groups], iters,
+                                    warmup if r == 0 else [0] * len(groups), 1, timer)
+        times[:, r, order] = batch[:, 0, :]
+    return times
+
+
+def _time_op(op: TorchOp, env: Env, settings: Settings, timer: Any,
+             sides: tuple[str, str]) -> numpy.ndarray:
+    """Two sides of ``op`` at every size (collective): seconds per operation shaped
+    ``(sizes, rounds, 2)``, on tensors made for this measurement."""
+    fn = _function(env.dist, op)[1]
+    layouts = [op.layout(size, _ITEMSIZE, env.nranks) for size in settings.sizes]
+    prepared = [op.build(env, layout, fn) for layout in layouts]
+    times = _interleaved([p.sides for p in prepared], sides,
+                         [settings.timed_iterations(la.nbytes) for la in layouts],
+                         [settings.warmup_iterations(la.nbytes) for la in layouts],
+                         settings.rounds, timer)
+    return times / op.ops_per_call
+
+
+def _op_result(op: TorchOp, env: Env, settings: Settings, raw: numpy.ndarray | None,
+               gloo: numpy.ndarray | None) -> TorchOpResult:
+    """The rows of ``op`` from its two phases (None: skipped, too few ranks)."""
+    call = op.call.format(fn=_function(env.dist, op)[0])
+    if raw is None or gloo is None:
+        return TorchOpResult(op.name, call, op.raw_call, op.bus_factor.formula, ())
+    factor = op.bus_factor(env.nranks)
+
+    def series(times: numpy.ndarray, i: int, k: int) -> tuple[float, ...]:
+        return tuple(times[i, :, k].tolist())
+
+    rows = []
+    for i, size in enumerate(settings.sizes):
+        nbytes = op.layout(size, _ITEMSIZE, env.nranks).nbytes
+        rows.append(TorchRow(
+            op.name, size, nbytes, settings.timed_iterations(nbytes),
+            settings.warmup_iterations(nbytes), env.nranks, factor,
+            Timings(SIDES, (series(raw, i, 0), series(raw, i, 1), series(gloo, i, 1)),
+                    settings.stat),
+            Timings(("backend", "gloo"), (series(gloo, i, 0), series(gloo, i, 1)),
+                    settings.stat)))
+    return TorchOpResult(op.name, call, op.raw_call, op.bus_factor.formula, tuple(rows))
+
+
+def build_ddp_steps(env: Env, features: int, width: int, batch: int
+                    ) -> tuple[dict[str, Callable[[], Any]], int]:
+    """Three copies of the MLP (same weights, same data) and one training step of each.
+
+    ``backend``: ``DistributedDataParallel(model)`` on the default group; ``gloo``:
+    ``DistributedDataParallel(model, process_group=gloo)``; ``local``: the model alone.
+    Collective (wrapping broadcasts the parameters).
+
+    Returns:
+        The steps by side (:data:`DDP_SIDES`) and the parameter count.
+    """
+    torch = env.torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    def model() -> Any:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(features, width), torch.nn.ReLU(),
+                                   torch.nn.Linear(width, features))
+
+    generator = torch.Generator().manual_seed(1000 + env.rank)
+    x = torch.randn(batch, features, generator=generator)
+    y = torch.randn(batch, features, generator=generator)
+    models = {"backend": DistributedDataParallel(model()),
+              "gloo": DistributedDataParallel(model(), process_group=env.gloo),
+              "local": model()}
+    mse = torch.nn.functional.mse_loss
+
+    def stepper(m: Any) -> Callable[[], None]:
+        opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+
+        def step() -> None:
+            opt.zero_grad()
+            mse(m(x), y).backward()
+            opt.step()
+
+        return step
+
+    params = sum(p.numel() for p in models["local"].parameters())
+    return {side: stepper(models[side]) for side in DDP_SIDES}, params
+
+
+def _measure_ddp(env: Env, settings: TorchSettings, timer: Any) -> DDPStepResult:
+    steps, params = build_ddp_steps(env, settings.torch_ddp_features, settings.torch_ddp_width,
+                                    settings.torch_ddp_batch)
+    nbytes = params * _ITEMSIZE
+    iters = settings.timed_iterations(nbytes)
+    warmup = max(1, settings.warmup_iterations(nbytes))
+    times = _interleaved([steps], DDP_SIDES, [iters], [warmup], settings.rounds, timer)
+    timings = Timings(DDP_SIDES, tuple(tuple(times[0, :, k].tolist())
+                                       for k in range(len(DDP_SIDES))), settings.stat)
+    return DDPStepResult(settings.torch_ddp_features, settings.torch_ddp_width,
+                         settings.torch_ddp_batch, params, env.nranks, iters, timings)
+
+
+def run_torch(settings: Settings) -> TorchResult:
+    """Run the torch suite (collective over the world): every operation, then the DDP step.
+
+    Args:
+        settings: sizes, iterations, rounds; a :class:`TorchSettings` for the suite's own
+            options (otherwise their defaults).
+
+    Raises:
+        ImportError: torch is missing (:func:`torch_problem` says so before a run).
+    """
+    opts = torch_settings(settings)  # the defaults where settings has no torch options
+    torch, dist = _import_torch(opts.torch_threads)
+    torch.set_num_threads(opts.torch_threads)
+    with contextlib.suppress(RuntimeError):  # settable only before torch's first parallel work
+        torch.set_num_interop_threads(opts.torch_threads)
+    gloo, made = init_groups(dist)
+    raw, timer = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
+    try:
+        env = Env(torch, dist, raw, gloo, world_comm.rank, world_comm.size)
+        ops = [OPS[name] for name in opts.torch_ops if name in OPS]
+        runs = [op for op in ops if env.nranks >= op.min_ranks]
+        # First every operation beside raw mpi4py, then beside gloo: see the module's notes.
+        by_raw = {op.name: _time_op(op, env, opts, timer, ("backend", "raw")) for op in runs}
+        by_gloo = {op.name: _time_op(op, env, opts, timer, ("backend", "gloo")) for op in runs}
+        results = tuple(_op_result(op, env, opts, by_raw.get(op.name), by_gloo.get(op.name))
+                        for op in ops)
+        ddp = _measure_ddp(env, opts, timer) if "ddp" in opts.torch_ops else None
+    finally:
+        raw.Free()
+        timer.Free()
+        dist.destroy_process_group(gloo)
+        if made:
+            dist.destroy_process_group()
+    return TorchResult(str(torch.__version__), torch.get_num_threads(), world_comm.size,
+                       opts.rounds, opts.stat, results, ddp)
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+def _heading(title: str, lines: Sequence[str], markdown: bool) -> list[str]:
+    if markdown:
+        return [f"### {title}", "", *lines, ""]
+    return [f"== {title}", *(f"   {line}" for line in lines)]
+
+
+def _goal_mark(row: TorchRow) -> str:
+    if row.op != "all_reduce" or row.nranks != GOAL_RANKS:
+        return ""
+    goals = [g for g in ALL_REDUCE_GOALS if g.applies(row.size)]
+    missed = [g for g in goals if row.vs_raw > g.max_ratio]
+    if missed:
+        return f"MISS (<= {missed[0].max_ratio:g})"
+    return f"ok (<= {goals[0].max_ratio:g})" if goals else ""
+
+
+_COLUMNS = ("size", "iters", "backend us", "GB/s", "raw us", "GB/s", "gloo us", "GB/s",
+            "backend/raw", "gloo/backend", "goal")
+_RIGHT = (*[True] * 10, False)
+
+
+def _op_table(op: TorchOpResult, markdown: bool) -> list[str]:
+    factor = f"{op.rows[0].factor:.2f}" if op.rows else "-"
+    gloo_call = op.call.replace(")", ", group=gloo)")
+    head = _heading(f"torch {op.name}", [
+        f"backend `{op.call}` vs raw `{op.raw_call}` vs gloo `{gloo_call}`; GB/s: busbw = "
+        f"size / time x {op.factor_formula} = x {factor}"], markdown)
+    if not op.rows:
+        return [*head, "skipped: needs 2 ranks"]
+    cells = [[format_bytes(r.nbytes), str(r.iters),
+              *(f"{v:.2f}" for s in SIDES for v in (r.time(s) * 1e6, r.busbw(s))),
+              f"{r.vs_raw:.3f}", f"{r.gloo_vs_backend:.3f}", _goal_mark(r)] for r in op.rows]
+    return [*head, *format_grid(_COLUMNS, cells, _RIGHT, markdown)]
+
+
+_DDP_NAMES = {"backend": 'DistributedDataParallel(model) on the default group ("mpiflow")',
+              "gloo": "DistributedDataParallel(model, process_group=gloo)",
+              "local": "the model alone, no communication"}
+
+
+def _ddp_table(r: DDPStepResult, markdown: bool) -> list[str]:
+    t = r.timings
+    head = _heading("torch ddp", [
+        f"one training step (zero_grad, forward, MSE loss, backward, SGD step) of "
+        f"Linear({r.features}, {r.width}), ReLU, Linear({r.width}, {r.features}) "
+        f"({r.params:,} parameters, {approx_bytes(r.params * _ITEMSIZE)}), batch {r.batch} "
+        f"per rank, {r.nranks} rank(s), same weights and data on every side; {r.iters} steps "
+        f"per batch"], markdown)
+    cells = [[s, _DDP_NAMES[s], f"{t.time(s) * 1e3:.3f}", f"{t.ratio(s, 'local'):.3f}"]
+             for s in t.sides]
+    return [*head, *format_grid(["side", "what", "ms per step", "vs local"], cells,
+                                [False, False, True, True], markdown)]
+
+
+def _worst(rows: Sequence[TorchRow]) -> str:
+    if not rows:
+        return "-"
+    worst = max(rows, key=lambda r: r.vs_raw)
+    return f"{worst.vs_raw:.3f} at {format_bytes(worst.size)}"
+
+
+def _verdict(check: GoalCheck, nranks: int) -> str:
+    if check.value is None:
+        return "not measured"
+    where = f" at {check.where}" if check.where else ""
+    if check.met is None:
+        return f"{check.value:.3f}{where}, judged at {GOAL_RANKS} ranks (here {nranks})"
+    return f"{check.value:.3f}{where} {'met' if check.met else 'MISSED'}"
+
+
+def format_torch(result: TorchResult, markdown: bool = False) -> str:
+    """The suite's tables (one per operation, then the DDP step) and its summary lines (in
+    Markdown, the lines of text are list items, so that each stays a line)."""
+    item = "- " if markdown else ""
+    intro = _heading("torch", [item + line for line in (
+        f"torch {result.torch_version}, {result.nranks} rank(s), float32 tensors: backend: the "
+        "torch.distributed call on the default group (backend \"mpiflow\"); raw: raw mpi4py "
+        "on the same tensors' memory (t.numpy()) on a Dup of COMM_WORLD; gloo: the same torch "
+        "call with group=gloo, a gloo group over the same ranks",
+        f"torch threads per rank: {result.threads} (torch.set_num_threads; OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS', 'unset')}), so that the ranks do not compete for "
+        "cores",
+        f"time: per batch the max over ranks of the per-rank average; the {result.stat} of "
+        f"{result.rounds} rounds of two sides back to back, their order alternating: first "
+        "backend and raw for every operation (backend us: from these), then backend and gloo "
+        "(the DDP step: its 3 sides in their 6 orders); backend/raw and gloo/backend: paired, "
+        "the median over the rounds of each round's ratio; gloo/backend > 1: the backend is "
+        "faster than gloo",
+    )], markdown)
+    lines = list(intro)
+    tables = [_op_table(op, markdown) for op in result.ops]
+    if result.ddp is not None:
+        tables.append(_ddp_table(result.ddp, markdown))
+    for table in tables:
+        if lines[-1]:
+            lines.append("")
+        lines += table
+    lines.append("")
+    small, large = f"< {format_bytes(LARGE_BYTES)}", f">= {format_bytes(LARGE_BYTES)}"
+    for op in result.ops:
+        if not op.rows:
+            continue
+        gloo = [r.gloo_vs_backend for r in op.rows]
+        lines.append(
+            f"{item}summary torch {op.name}: worst backend/raw {small} "
+            f"{_worst([r for r in op.rows if r.size < LARGE_BYTES])}, {large} "
+            f"{_worst([r for r in op.rows if r.size >= LARGE_BYTES])}; gloo/backend "
+            f"{min(gloo):.2f}..{max(gloo):.2f}")
+    if result.ddp is not None:
+        d = result.ddp
+        lines.append(f"{item}summary torch ddp: {d.timings.time('backend') * 1e3:.3f} ms per step "
+                     f"through the backend, {d.timings.time('gloo') * 1e3:.3f} ms through gloo "
+                     f"(local {d.timings.time('local') * 1e3:.3f} ms); gloo/backend = "
+                     f"{d.speedup:.3f} (paired)")
+    goals = "; ".join(f"{c.goal}: {_verdict(c, result.nranks)}" for c in goal_checks(result))
+    lines.append(f"{item}goals (at {GOAL_RANKS} ranks): {goals}")
+    return "\n".join(lines)
