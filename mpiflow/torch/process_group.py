@@ -24,6 +24,7 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -112,6 +113,24 @@ def overlap_enabled() -> bool:
 # all in them. Both are used through Any.
 _ProcessGroup: Any = dist.ProcessGroup
 _opts: Any = dist
+
+
+class _AsyncOption:
+    """``opts.asyncOp`` for torch releases whose option structs lack it: True, as those
+    releases treated every operation as asynchronous (the caller waits)."""
+
+    def __get__(self, opts: Any, owner: Any = None) -> bool:
+        return True
+
+
+for _name in ("AllreduceOptions", "BroadcastOptions", "AllgatherOptions", "ReduceOptions",
+              "ReduceScatterOptions", "GatherOptions", "ScatterOptions", "AllToAllOptions",
+              "BarrierOptions", "AllreduceCoalescedOptions"):
+    _cls = getattr(dist, _name, None)
+    if _cls is not None and not hasattr(_cls(), "asyncOp"):
+        # Older torch: a plain attribute lookup must still answer (pybind classes take it).
+        with contextlib.suppress(Exception):
+            _cls.asyncOp = _AsyncOption()
 
 
 class ProcessGroupMPIFlow(_ProcessGroup):
