@@ -25,7 +25,7 @@ from ..boxing.shards import Box, check_shape, shard_bounds, volume
 from ..communication.group import world_comm
 from ..placement import Placement
 from ..sbp import Broadcast, Partial, SbpParallel, Split
-from .errors import agreed
+from .errors import agreed, blocking
 from .files import (
     METADATA,
     OBJECTS,
@@ -159,7 +159,8 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
                 "world_size": comm.Get_size(), "tree": flat.node,
                 "arrays": [s.to_json() for s in specs], "objects": len(flat.objects)}
         json.dumps(mine, allow_nan=False)
-    meta = comm.bcast(mine, root=0)
+    with blocking(f"checkpoint: broadcasting the metadata of {target}", comm):
+        meta = comm.bcast(mine, root=0)
     with agreed(comm, f"saving {target}: the ranks passed different structures (every rank "
                       "must pass the same tree, with the same global tensors)"):
         if structure_of(mine) != structure_of(meta):
@@ -170,7 +171,8 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
         if rank == 0:
             check_target(target)
             tmp = make_temporary(target)
-    tmp = comm.bcast(tmp, root=0)
+    with blocking(f"checkpoint: broadcasting the temporary directory of {target}", comm):
+        tmp = comm.bcast(tmp, root=0)
     try:
         for spec, (_, value) in zip(specs, flat.arrays):
             _write_leaf(comm, tmp, spec, value)
@@ -186,6 +188,26 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
         raise
 
 
+def _inside(directory: str, name: str) -> str:
+    """The path of the file ``name`` of checkpoint ``directory``, refused if it leads outside.
+
+    A checkpoint's files may be symlinks only to files inside the checkpoint directory (both
+    resolved, so a checkpoint directory that is itself a symlink is fine): a link to a file
+    elsewhere would make ``load`` read data the checkpoint does not hold.
+
+    Raises:
+        ValueError: the resolved file lies outside the resolved directory.
+    """
+    path = os.path.join(directory, name)
+    if os.path.islink(path):  # only links need resolving: the names themselves are plain
+        real, root = os.path.realpath(path), os.path.realpath(directory)
+        if os.path.commonpath([real, root]) != root:
+            raise ValueError(f"{path} is a symlink to {real}, outside the checkpoint directory "
+                             f"{root}: refusing to load it (copy the file into the checkpoint, "
+                             "or link to a file inside it)")
+    return path
+
+
 def _read_index(directory: str) -> tuple[dict[str, Any], list[int], list[bytes]]:
     """Rank 0: the metadata, each array's data offset and the pickled objects, all checked."""
     if not os.path.isdir(directory):
@@ -195,6 +217,7 @@ def _read_index(directory: str) -> tuple[dict[str, Any], list[int], list[bytes]]
     if not os.path.isfile(meta_path):
         raise FileNotFoundError(f"{directory} is not an mpiflow checkpoint: it has no "
                                 f"{METADATA}")
+    _inside(directory, METADATA)
     try:
         with open(meta_path, encoding="utf-8") as f:
             meta = json.load(f)
@@ -203,7 +226,7 @@ def _read_index(directory: str) -> tuple[dict[str, Any], list[int], list[bytes]]
     specs, n_objects = parse_metadata(meta)
     offsets = []
     for spec in specs:
-        header = read_header(os.path.join(directory, spec.file))
+        header = read_header(_inside(directory, spec.file))
         if (header.dtype != spec.dtype or header.shape != spec.shape
                 or header.fortran_order):
             raise ValueError(f"{spec.file} does not match the metadata: it holds "
@@ -213,7 +236,7 @@ def _read_index(directory: str) -> tuple[dict[str, Any], list[int], list[bytes]]
         offsets.append(header.offset)
     blobs: list[bytes] = []
     if n_objects:
-        with open(os.path.join(directory, OBJECTS), "rb") as f:
+        with open(_inside(directory, OBJECTS), "rb") as f:
             blobs = pickle.load(f)
         if not isinstance(blobs, list) or len(blobs) != n_objects:
             raise ValueError(f"{OBJECTS} does not hold the {n_objects} objects the metadata "
@@ -302,7 +325,8 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
     with agreed(comm, f"loading {directory}"):
         if comm.Get_rank() == 0:
             index = _read_index(directory)
-    meta, offsets, blobs = comm.bcast(index, root=0)
+    with blocking(f"checkpoint: broadcasting the index of {directory}", comm):
+        meta, offsets, blobs = comm.bcast(index, root=0)
     with agreed(comm, f"loading {directory}: unpickling its Python objects"):
         objects = [pickle.loads(b) for b in blobs]
         specs = [ArraySpec.from_json(a) for a in meta["arrays"]]

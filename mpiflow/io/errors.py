@@ -6,6 +6,11 @@ some ranks only is followed by an *agreement*: one small all-reduce of a failure
 is set, the failing ranks' messages are gathered and every rank raises
 :class:`CheckpointError` with the first failing rank's message.
 
+Every blocking MPI call of a checkpoint (the agreements, the broadcasts, the collective MPI-IO
+calls) runs inside :func:`blocking`, which marks it for mpiflow's watchdog
+(:func:`mpiflow.communication.watchdog.watched`): a rank that never arrives at one (stuck, or
+gone) is reported after ``MPIFLOW_TIMEOUT`` seconds and the job aborts, instead of hanging.
+
 Examples:
     >>> with agreed(comm, "writing the metadata"):
     ...     if comm.Get_rank() == 0:
@@ -15,13 +20,30 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy
 from mpi4py import MPI
 
-__all__ = ["CheckpointError", "agree", "agreed"]
+from ..communication.watchdog import watched
+
+__all__ = ["CheckpointError", "agree", "agreed", "blocking"]
+
+
+def blocking(operation: str, comm: Any) -> AbstractContextManager[None]:
+    """Mark a blocking MPI call of a checkpoint for the watchdog (one store, no MPI call).
+
+    Args:
+        operation: what the call does, the same text on every rank (it names the call in the
+            watchdog's report, which counts the ranks waiting in the same operation).
+        comm: the mpi4py communicator of the call.
+
+    Examples:
+        >>> with blocking(f"checkpoint: MPI-IO File.Open of {path}", comm):
+        ...     fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
+    """
+    return watched(operation, comm)
 
 
 class CheckpointError(RuntimeError):
@@ -59,10 +81,13 @@ def agree(comm: Any, error: BaseException | None, what: str) -> None:
         >>> agree(comm, None, "opening the files")    # returns: nobody failed
     """
     flag = numpy.array([0 if error is None else 1], dtype=numpy.int32)
-    comm.Allreduce(MPI.IN_PLACE, flag, MPI.MAX)
+    operation = f"checkpoint agreement after {what!r}"
+    with watched(operation, comm):
+        comm.Allreduce(MPI.IN_PLACE, flag, MPI.MAX)
     if not flag[0]:
         return
-    messages = comm.allgather(None if error is None else _describe(error))
+    with watched(operation, comm):
+        messages = comm.allgather(None if error is None else _describe(error))
     failed = tuple(r for r, m in enumerate(messages) if m is not None)
     first = failed[0]
     also = f" (and on rank(s) {', '.join(map(str, failed[1:]))})" if len(failed) > 1 else ""

@@ -36,7 +36,7 @@ from typing import Any
 import numpy
 from numpy.lib import format as npy_format
 
-from .npy import check_dtype
+from .npy import check_dtype, check_size
 from .tree import check_node, skeleton
 
 __all__ = ["FORMAT", "KINDS", "VERSION", "ArraySpec", "file_names", "parse_metadata",
@@ -99,6 +99,7 @@ class ArraySpec:
                 or any(type(n) is not int or n < 0 for n in shape)):
             raise ValueError(f"array {name!r}: malformed entry {str(entry)[:200]}")
         check_dtype(dtype, name)
+        check_size(tuple(shape), dtype, f"array {name!r}")
         layout = None
         if kind == "global":
             layout = {"placement": entry.get("placement"), "sbp": entry.get("sbp")}

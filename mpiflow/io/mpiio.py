@@ -6,7 +6,8 @@ A rank's region is a box of the logical array (one ``[start, stop)`` per dim, as
 header's offset, so one ``Write_all``/``Read_all`` moves a shard of any layout, nested 2-D
 meshes and splits of any dim included; a rank with nothing to move takes part with a count
 of 0. Every step that can fail on some ranks is agreed on (:mod:`.errors`), so a failure on one
-rank raises on all and no rank is left waiting in a collective.
+rank raises on all and no rank is left waiting in a collective; every MPI-IO call is marked for
+the watchdog (:func:`.errors.blocking`), so a rank that never arrives is reported, not waited for.
 
 Examples:
     >>> write_array(comm, "x.npy", header_bytes(dtype, (4, 3)), dtype, (4, 3),
@@ -23,7 +24,7 @@ import numpy
 from mpi4py import MPI
 
 from ..boxing.shards import Box
-from .errors import agreed
+from .errors import agreed, blocking
 
 __all__ = ["box_shape", "prepare_buffer", "read_array", "write_array"]
 
@@ -80,11 +81,12 @@ def _free(etype: MPI.Datatype, filetype: MPI.Datatype) -> None:
 
 def _close(comm: Any, fh: MPI.File, path: str, ok: bool) -> None:
     """Close ``fh`` (collective): agreed after success, best effort after an agreed failure."""
+    operation = f"checkpoint: MPI-IO File.Close of {path}"
     if ok:
-        with agreed(comm, f"closing {path}"):
+        with agreed(comm, f"closing {path}"), blocking(operation, comm):
             fh.Close()
     else:
-        with suppress(MPI.Exception):
+        with suppress(MPI.Exception), blocking(operation, comm):
             fh.Close()
 
 
@@ -115,18 +117,24 @@ def write_array(comm: Any, path: str, header: bytes, dtype: numpy.dtype,
         buf = prepare_buffer(local, dtype, box)
         etype, filetype = _types(dtype.itemsize, shape, box)
     try:
-        with agreed(comm, f"creating {path}"):
+        with agreed(comm, f"creating {path}"), \
+                blocking(f"checkpoint: MPI-IO File.Open of {path}", comm):
             fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
         ok = False
         try:
             with agreed(comm, f"writing the header of {path}"):
                 if comm.Get_rank() == 0:
-                    _write_header(fh, header)
-            with agreed(comm, f"setting the file view of {path}"):
+                    with blocking(f"checkpoint: MPI-IO Write_at (the header) of {path}",
+                                  None):
+                        _write_header(fh, header)
+            with agreed(comm, f"setting the file view of {path}"), \
+                    blocking(f"checkpoint: MPI-IO Set_view of {path}", comm):
                 fh.Set_view(len(header), etype, filetype)
-            with agreed(comm, f"writing {path}"):
+            with agreed(comm, f"writing {path}"), \
+                    blocking(f"checkpoint: MPI-IO Write_all of {path}", comm):
                 fh.Write_all([buf.reshape(-1).view(numpy.uint8), buf.size, etype])
-            with agreed(comm, f"flushing {path} to disk"):
+            with agreed(comm, f"flushing {path} to disk"), \
+                    blocking(f"checkpoint: MPI-IO Sync of {path}", comm):
                 fh.Sync()
             ok = True
         finally:
@@ -153,18 +161,21 @@ def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Seq
     Raises:
         CheckpointError: a rank failed, or the file holds fewer bytes than the region needs.
     """
-    out = numpy.empty(box_shape(box) if box is not None else (0,), dtype=dtype)
-    with agreed(comm, f"preparing to read {path}"):
+    with agreed(comm, f"preparing to read {path}"):  # a rank that cannot allocate fails all
+        out = numpy.empty(box_shape(box) if box is not None else (0,), dtype=dtype)
         etype, filetype = _types(dtype.itemsize, shape, box)
     try:
-        with agreed(comm, f"opening {path}"):
+        with agreed(comm, f"opening {path}"), \
+                blocking(f"checkpoint: MPI-IO File.Open of {path}", comm):
             fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
         ok = False
         try:
-            with agreed(comm, f"setting the file view of {path}"):
+            with agreed(comm, f"setting the file view of {path}"), \
+                    blocking(f"checkpoint: MPI-IO Set_view of {path}", comm):
                 fh.Set_view(offset, etype, filetype)
             status = MPI.Status()
-            with agreed(comm, f"reading {path}"):
+            with agreed(comm, f"reading {path}"), \
+                    blocking(f"checkpoint: MPI-IO Read_all of {path}", comm):
                 fh.Read_all([out.reshape(-1).view(numpy.uint8), out.size, etype], status)
             with agreed(comm, f"reading {path}"):
                 got = status.Get_count(etype) if out.size else 0

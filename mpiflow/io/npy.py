@@ -13,16 +13,22 @@ Examples:
 from __future__ import annotations
 
 import io
+import math
 import os
+import sys
 from typing import NamedTuple
 
 import numpy
 from numpy.lib import format as npy_format
 
-__all__ = ["NpyHeader", "check_dtype", "header_bytes", "read_header"]
+__all__ = ["MAX_BYTES", "NpyHeader", "check_dtype", "check_size", "header_bytes",
+           "read_header"]
 
 # bool, signed and unsigned ints, floats, complex: what mpiflow tensors hold.
 _KINDS = "biufc"
+
+MAX_BYTES = sys.maxsize
+"""The most bytes an array may hold (numpy's limit: the largest ``intp``)."""
 
 
 def check_dtype(dtype: numpy.dtype, what: str) -> None:
@@ -35,6 +41,35 @@ def check_dtype(dtype: numpy.dtype, what: str) -> None:
     if dtype.kind not in _KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise TypeError(f"{what}: arrays of dtype {dtype} cannot be saved as data; only bool, "
                         "integer, float and complex arrays can")
+
+
+def check_size(shape: tuple[int, ...], dtype: numpy.dtype, what: str) -> int:
+    """The number of data bytes of ``shape`` and ``dtype``, checked in exact integers.
+
+    ``numpy.prod`` wraps around in int64, so a shape such as ``(2**62 + 1, 4)`` would pass a
+    size check done with it; this one uses Python integers.
+
+    Args:
+        shape: the shape (non-negative Python ints).
+        dtype: the element type.
+        what: the array, for the message.
+
+    Returns:
+        ``prod(shape) * itemsize``.
+
+    Raises:
+        ValueError: the array would hold more than :data:`MAX_BYTES` bytes (even ignoring its
+            zero-length dims, as numpy does), so no process could allocate it.
+
+    Examples:
+        >>> check_size((3, 4), numpy.dtype("<f4"), "w")
+        48
+    """
+    nonzero = math.prod(max(int(n), 1) for n in shape) * max(dtype.itemsize, 1)
+    if nonzero > MAX_BYTES:
+        raise ValueError(f"{what}: shape {list(shape)} of {dtype} is too large "
+                         f"({nonzero} bytes; an array holds at most {MAX_BYTES})")
+    return math.prod(shape) * dtype.itemsize
 
 
 def header_bytes(dtype: numpy.dtype, shape: tuple[int, ...]) -> bytes:
@@ -82,7 +117,7 @@ class NpyHeader(NamedTuple):
     @property
     def data_bytes(self) -> int:
         """The number of data bytes the header announces."""
-        return int(numpy.prod(self.shape, dtype=numpy.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize  # exact: no int64 wrap-around
 
 
 def read_header(path: str) -> NpyHeader:
@@ -117,6 +152,7 @@ def read_header(path: str) -> NpyHeader:
         offset = f.tell()
         size = os.fstat(f.fileno()).st_size
     header = NpyHeader(numpy.dtype(dtype), tuple(shape), bool(fortran), offset, size)
+    check_size(header.shape, header.dtype, path)
     if size < offset + header.data_bytes:
         raise ValueError(f"{path} is truncated: its header announces {header.data_bytes} bytes "
                          f"of data but the file holds {size - offset}")

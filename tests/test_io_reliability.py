@@ -1,0 +1,232 @@
+"""Checkpoints that must fail cleanly (issue #18): sizes that overflow int64, symlinks that lead
+out of the checkpoint, and ranks that never arrive at one of its MPI calls.
+
+The first two run on every rank (any rank count) and must raise the same error on every rank;
+the watchdog cases start their own ``mpiexec`` jobs, so they run in the 1-rank session only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import numpy
+import pytest
+from helpers import run_job
+from numpy.testing import assert_array_equal
+
+import mpiflow as flow
+from mpiflow.boxing.shards import scatter_value
+from mpiflow.communication.group import world_comm
+from mpiflow.distributed import barrier, broadcast_object_list
+from mpiflow.io import CheckpointError, load, mpiio, save
+from mpiflow.io.npy import MAX_BYTES, check_size, header_bytes, read_header
+
+RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
+ALL = flow.placement("cpu", list(range(SIZE)))
+S0 = flow.sbp.split(0)
+HUGE = [1, 2**62 + 1, 4]  # numpy.prod(HUGE) * 4 wraps around to 16 in int64
+
+
+@pytest.fixture
+def ckpt_dir() -> Iterator[str]:
+    """A fresh directory, the same path on every rank; removed afterwards."""
+    holder: list[Any] = [tempfile.mkdtemp(prefix="mpiflow-io-rel-") if RANK == 0 else None]
+    broadcast_object_list(holder, src=0)
+    path = str(holder[0])
+    yield path
+    barrier()
+    if RANK == 0:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def rank0(action: Any) -> None:
+    """Run ``action`` on rank 0 only, then wait for it everywhere."""
+    if RANK == 0:
+        action()
+    barrier()
+
+
+def rows(n: int = 3 * SIZE + 1, seed: int = 0) -> numpy.ndarray:
+    return (numpy.arange(n * 4, dtype=numpy.float32) + seed).reshape(n, 4)
+
+
+def save_rows(path: str, extra: dict[str, Any] | None = None) -> numpy.ndarray:
+    full = rows()
+    w = flow.Tensor(scatter_value(full, ALL, (S0,), RANK), ALL, (S0,), full.shape)
+    save({"w": w, **(extra or {})}, path)
+    return full
+
+
+def expect_everywhere(path: str, message: str) -> None:
+    """Every way of loading ``path`` raises ``message`` on every rank (rank 0 found it)."""
+    for args in ((), (ALL, S0)):
+        with pytest.raises(CheckpointError, match=message) as info:
+            load(path, *args)
+        assert info.value.rank == 0
+
+
+# -- 1. sizes that overflow int64 ---------------------------------------------------------------
+
+def test_size_checks_use_exact_integers() -> None:
+    f4 = numpy.dtype("<f4")
+    assert int(numpy.prod(HUGE, dtype=numpy.int64)) * 4 == 16  # what the old check saw
+    with pytest.raises(ValueError, match=r"too large \(73786976294838206480 bytes"):
+        check_size(tuple(HUGE), f4, "w")
+    with pytest.raises(ValueError, match="too large"):  # numpy refuses these too
+        check_size((0, 2**62), f4, "w")
+    assert check_size((3, 4), f4, "w") == 48
+    assert check_size((0, 2**40), numpy.dtype("u1"), "w") == 0
+    assert check_size((MAX_BYTES // 8,), numpy.dtype("<f8"), "w") <= MAX_BYTES
+
+
+def overflow_metadata_and_header(path: str) -> None:
+    """Make ``w`` claim shape HUGE in both the metadata and the .npy header (data: 16 bytes)."""
+    with open(os.path.join(path, "metadata.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    meta["arrays"][0]["shape"] = HUGE
+    with open(os.path.join(path, "metadata.json"), "w", encoding="utf-8") as f:
+        json.dump(meta, f)
+    with open(os.path.join(path, "w.npy"), "wb") as f:
+        f.write(header_bytes(numpy.dtype("<f4"), tuple(HUGE)) + bytes(16))
+
+
+def overflow_header(path: str) -> None:
+    with open(os.path.join(path, "w.npy"), "wb") as f:
+        f.write(header_bytes(numpy.dtype("<f4"), tuple(HUGE)) + bytes(16))
+
+
+def test_a_shape_overflowing_int64_fails_on_every_rank(ckpt_dir: str) -> None:
+    path = os.path.join(ckpt_dir, "ckpt")
+    save_rows(path)
+    rank0(lambda: overflow_metadata_and_header(path))
+    # S(0) of a dim of 1: rank 0 alone would have had to allocate it, the others nothing
+    expect_everywhere(path, r"array 'w': shape \[1, 4611686018427387905, 4\] of float32 is "
+                            r"too large")
+
+
+def test_a_npy_header_overflowing_int64_fails_on_every_rank(ckpt_dir: str) -> None:
+    path = os.path.join(ckpt_dir, "ckpt")
+    save_rows(path)
+    rank0(lambda: overflow_header(path))
+    with pytest.raises(ValueError, match="too large"):
+        read_header(os.path.join(path, "w.npy"))
+    barrier()
+    expect_everywhere(path, r"w\.npy: shape \[1, 4611686018427387905, 4\] of float32 is too "
+                            "large")
+
+
+def test_a_region_one_rank_cannot_allocate_fails_on_every_rank(ckpt_dir: str) -> None:
+    path = os.path.join(ckpt_dir, "big.npy")
+    shape = (2**57,)  # 2**60 bytes of float64: a valid size that no process can allocate
+    header = header_bytes(numpy.dtype("<f8"), shape)
+
+    def write() -> None:
+        with open(path, "wb") as f:
+            f.write(header)
+
+    rank0(write)
+    box = ((0, 2**57),) if RANK == 0 else None
+    with pytest.raises(CheckpointError, match=r"preparing to read .*big\.npy failed on rank 0"):
+        mpiio.read_array(world_comm.mpi_comm, path, len(header), numpy.dtype("<f8"), shape, box)
+
+
+# -- 2. symlinks out of the checkpoint ----------------------------------------------------------
+
+def link_outside(path: str, name: str, outside: str) -> None:
+    os.replace(os.path.join(path, name), outside)
+    os.symlink(outside, os.path.join(path, name))
+
+
+def test_a_npy_symlink_to_a_file_outside_the_checkpoint_is_refused(ckpt_dir: str) -> None:
+    path = os.path.join(ckpt_dir, "ckpt")
+    save_rows(path)
+    outside = os.path.join(ckpt_dir, "elsewhere.npy")
+    rank0(lambda: link_outside(path, "w.npy", outside))
+    expect_everywhere(path, r"w\.npy is a symlink to .*elsewhere\.npy, outside the checkpoint "
+                            "directory")
+
+
+def test_a_relative_symlink_leading_out_is_refused_too(ckpt_dir: str) -> None:
+    path = os.path.join(ckpt_dir, "ckpt")
+    save_rows(path, {"obj": {1, 2}})
+
+    def damage() -> None:
+        os.replace(os.path.join(path, "objects.pkl"), os.path.join(ckpt_dir, "objects.pkl"))
+        os.symlink(os.path.join("..", "objects.pkl"), os.path.join(path, "objects.pkl"))
+
+    rank0(damage)
+    expect_everywhere(path, r"objects\.pkl is a symlink to .*, outside the checkpoint")
+
+
+def test_symlinks_that_stay_inside_the_checkpoint_are_allowed(ckpt_dir: str) -> None:
+    path = os.path.join(ckpt_dir, "ckpt")
+    full = save_rows(path)
+    alias = os.path.join(ckpt_dir, "alias")
+
+    def relink() -> None:
+        os.makedirs(os.path.join(path, "data"))
+        os.replace(os.path.join(path, "w.npy"), os.path.join(path, "data", "w.bin"))
+        os.symlink(os.path.join("data", "w.bin"), os.path.join(path, "w.npy"))
+        os.symlink(path, alias)  # the checkpoint directory itself may be a link
+
+    rank0(relink)
+    for where in (path, alias):
+        assert_array_equal(load(where)["w"].numpy(), full)
+        assert_array_equal(load(where, ALL, S0)["w"].to_local().numpy(),
+                           scatter_value(full, ALL, (S0,), RANK))
+
+
+# -- 3. a rank that never arrives: the watchdog reports it ----------------------------------------
+
+STUCK = """
+import os, sys, time, numpy
+import mpiflow as flow
+from mpiflow.io import load, mpiio, save
+RANK = flow.env.get_rank()
+path = {path!r}
+save({{"w": numpy.arange(12.0), "step": 1}}, path)
+if {case!r} == "save":       # stuck inside a step of save: the others wait in its agreement
+    real = mpiio.prepare_buffer
+    def stuck(local, dtype, box):
+        if RANK == 1:
+            time.sleep(60)
+        return real(local, dtype, box)
+    mpiio.prepare_buffer = stuck
+    save({{"w": numpy.arange(12.0), "step": 2}}, path)
+elif {case!r} == "load":     # never calls load: the others wait in its first agreement
+    if RANK == 1:
+        time.sleep(60)
+    load(path)
+else:                       # leaves without calling load
+    if RANK == 1:
+        sys.exit(0)
+    load(path)
+print("unreachable", flush=True)
+"""
+
+
+@pytest.mark.single_process
+@pytest.mark.parametrize("case", ["save", "load", "exits"])
+def test_a_rank_that_never_arrives_in_save_or_load_is_reported(tmp_path: Any, case: str) -> None:
+    code = textwrap.dedent(STUCK.format(path=str(tmp_path / "ckpt"), case=case))
+    result = run_job(3, code, timeout=60, env={"MPIFLOW_TIMEOUT": "3"})
+    err = result.stderr
+    assert result.returncode != 0, err
+    assert result.seconds < 30, (result.seconds, err)
+    assert "unreachable" not in result.stdout
+    assert "mpiflow watchdog: checkpoint agreement after" in err
+    step = "'preparing the data of" if case == "save" else "'loading"
+    assert step in err, err
+    if case == "exits":
+        assert "rank 1: has exited (sys.exit(0)" in err, err
+    else:
+        assert "has not completed after" in err and "(MPIFLOW_TIMEOUT=3)" in err, err
+        assert "arrived (waiting in the same call): ranks 0, 2" in err, err
+        assert "not arrived: rank 1" in err, err
+        assert "rank 1: not in an mpiflow call" in err, err
