@@ -2,18 +2,23 @@
 
 Ranks given to the public functions (``src``, ``dst``) are *world* ranks, as in PyTorch; a group
 translates them to its communicator's ranks. A rank outside the group holds a group whose
-``comm`` is None, and every collective on it is a no-op there.
+``comm`` is None, and every collective on it is a no-op there. A group released by
+``destroy_process_group`` is marked ``destroyed``: every call on it raises, members or not.
 """
 
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Iterable
+from typing import Any
 
 from mpi4py import MPI
 
 from .communicator import Communicator
 from .mpi import MPICommunicator
+
+_WORLD_SIZE = MPI.COMM_WORLD.Get_size()
 
 __all__ = ["ProcessGroup", "new_group", "world_comm", "world_group"]
 
@@ -27,11 +32,12 @@ class ProcessGroup:
         (0,)
     """
 
-    __slots__ = ("_index", "comm", "ranks")
+    __slots__ = ("_index", "comm", "destroyed", "ranks")
 
     def __init__(self, ranks: Iterable[int], comm: Communicator | None) -> None:
         self.ranks: tuple[int, ...] = tuple(int(r) for r in ranks)
         self.comm = comm
+        self.destroyed = False  # set by destroy_process_group: calls on it raise
         self._index = {r: i for i, r in enumerate(self.ranks)}
 
     @property
@@ -60,9 +66,13 @@ class ProcessGroup:
         return index
 
     def describe(self) -> str:
-        """A short human-readable name, for error messages."""
-        if self.ranks == tuple(range(len(self.ranks))):
-            return f"the world (ranks 0..{len(self.ranks) - 1})"
+        """A short human-readable name, for error messages.
+
+        Only a group of every world rank is "the world"; a group of ranks 0..k of a larger
+        world is named by its ranks.
+        """
+        if len(self.ranks) == _WORLD_SIZE and self.ranks == tuple(range(_WORLD_SIZE)):
+            return f"the world (ranks 0..{_WORLD_SIZE - 1})"
         return f"the group {list(self.ranks)}"
 
     def __repr__(self) -> str:
@@ -73,6 +83,33 @@ class ProcessGroup:
 # COMM_WORLD can never match ours.
 world_comm = MPICommunicator(MPI.COMM_WORLD.Dup())
 world_group = ProcessGroup(range(world_comm.size), world_comm)
+
+
+class _Finalized:
+    """Stands in for the MPI communicators of mpiflow's groups once MPI is finalized: any use
+    raises ``RuntimeError`` where MPICH would abort the process with its own message."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"MPI is finalized: mpiflow cannot communicate after MPI.Finalize() "
+                           f"(called {name})")
+
+
+_live_comms: weakref.WeakSet[MPICommunicator] = weakref.WeakSet([world_comm])
+
+
+def _on_finalize(comm: MPI.Comm, keyval: int, value: Any) -> None:
+    """Run by MPI_Finalize (it deletes COMM_SELF's attributes first, while MPI still works):
+    send every later call of mpiflow's groups to a clear error. Costs nothing per call: the
+    fast paths are switched off and the communicators swapped, once."""
+    from . import fast
+
+    fast.pause()  # never resumed: the fast paths call MPI directly
+    for live in list(_live_comms):
+        live.mpi_comm = _Finalized()  # type: ignore[assignment]
+
+
+_finalize_key = MPI.Comm.Create_keyval(delete_fn=_on_finalize)
+MPI.COMM_SELF.Set_attr(_finalize_key, True)
 
 
 def new_group(ranks: Iterable[int] | None = None) -> ProcessGroup:
@@ -96,4 +133,6 @@ def new_group(ranks: Iterable[int] | None = None) -> ProcessGroup:
         if len(set(members)) != len(members) or not members:
             raise ValueError(f"group ranks must be distinct and non-empty, got {ranks}")
     comm = world_comm.split(members)
+    if comm is not None:
+        _live_comms.add(comm)
     return ProcessGroup(members, comm)

@@ -25,7 +25,7 @@ from .reduce_op import ReduceOp
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
 
-__all__ = ["MPICommunicator"]
+__all__ = ["TAG_UB", "MPICommunicator", "MessageSizeError", "check_tag", "p2p_error"]
 
 _IN_PLACE = MPI.IN_PLACE
 _ndarray = numpy.ndarray
@@ -98,6 +98,79 @@ def _displacements(counts: Sequence[int]) -> list[int]:
         displs.append(total)
         total += c
     return displs
+
+
+# -- point-to-point checks ---------------------------------------------------------------------
+_BYTE = MPI.BYTE
+_Status = MPI.Status
+TAG_UB: int = int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)
+"""The largest tag this MPI accepts (at least 32767): tags are 0..TAG_UB."""
+
+
+def check_tag(tag: Any) -> int:
+    """Return ``tag`` as an int, with a ``ValueError`` outside 0..TAG_UB (a ``TypeError`` for a
+    non-integer)."""
+    if isinstance(tag, bool) or not isinstance(tag, (int, numpy.integer)):
+        raise TypeError(f"tag must be an int, got {tag!r}")
+    if not 0 <= tag <= TAG_UB:
+        raise ValueError(f"tag={tag} is out of range: tags are 0..{TAG_UB} (MPI's TAG_UB)")
+    return int(tag)
+
+
+class MessageSizeError(ValueError):
+    """A received message's size differs from the receive buffer's; the message is consumed.
+
+    Attributes:
+        source: the sender's rank in the communicator, or None when unknown.
+        expected: the receive buffer's size in bytes.
+        received: the message's size in bytes, or None when larger than the buffer (MPI tells
+            only that it did not fit).
+    """
+
+    def __init__(self, source: int | None, tag: int, buf: Array, received: int | None,
+                 sender: str | None = None) -> None:
+        self.source = None if source is None or source < 0 else int(source)
+        self.tag, self.received, self.expected = tag, received, int(buf.nbytes)
+        self._buf = (buf.size, buf.dtype)
+        who = sender or ("a sender" if self.source is None else f"rank {self.source}")
+        itemsize = buf.dtype.itemsize or 1
+        if received is None:
+            got = "a larger message (MPI_ERR_TRUNCATE; its data is lost)"
+        elif received % itemsize == 0:
+            got = f"{received // itemsize} elements ({received} bytes)"
+        else:
+            got = f"{received} bytes"
+        super().__init__(
+            f"recv from {who} (tag {tag}): expected {buf.size} elements of {buf.dtype} "
+            f"({self.expected} bytes), received {got}; the sender and the receiver disagree "
+            "on the message's shape or dtype")
+
+    def with_sender(self, sender: str) -> MessageSizeError:
+        """The same error, naming the sender as ``sender`` (its world rank, say)."""
+        size, dtype = self._buf
+        return MessageSizeError(self.source, self.tag, _Like(size, dtype), self.received, sender)
+
+
+class _Like:
+    """Size and dtype of a buffer, for :class:`MessageSizeError`."""
+
+    def __init__(self, size: int, dtype: numpy.dtype) -> None:
+        self.size, self.dtype, self.nbytes = size, dtype, size * dtype.itemsize
+
+
+def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
+              buf: Array | None = None) -> Exception:
+    """The clear error for what MPI raised in a send or receive (see :func:`check_tag`)."""
+    if MPI.Is_finalized():
+        return RuntimeError(f"{what}: MPI is finalized; mpiflow cannot communicate after "
+                            "MPI.Finalize()")
+    try:
+        check_tag(tag)
+    except (TypeError, ValueError) as bad:
+        return bad
+    if buf is not None and exc.Get_error_class() == MPI.ERR_TRUNCATE:
+        return MessageSizeError(peer, tag, buf, None)
+    return exc
 
 
 class MPICommunicator(Communicator):
@@ -417,20 +490,47 @@ class MPICommunicator(Communicator):
 
     # -- point to point ------------------------------------------------------------------------
     def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
-        if not async_op and self.fast.send(buf, dst, tag):
-            return None
+        if not async_op:
+            try:
+                if self.fast.send(buf, dst, tag):
+                    return None
+            except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+                raise p2p_error(exc, "send", dst, tag) from None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.send(buf, dst, tag, async_op)
         dst = self._check_rank(dst, "dst")
+        check_tag(tag)
         src = _readable(buf)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
-                         async_op, None, src)
+        try:
+            return self._run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
+                             async_op, None, src)
+        except MPI.Exception as exc:
+            raise p2p_error(exc, "send", dst, tag) from None
 
     def recv(self, buf: Array, src: int | None, tag: int = 0) -> int:
+        # The common case first, with the fewest checks (as .fast's paths): a contiguous numpy
+        # array, an int rank and tag in range. The received size is checked on every path.
+        if (type(buf) is _ndarray and type(src) is int and type(tag) is int
+                and 0 <= src < self.size and 0 <= tag <= TAG_UB
+                and (buf.ndim < 2 or buf.flags.c_contiguous)):
+            status = _Status()
+            _state.seq = _next[_state.seq]
+            try:
+                self.mpi_comm.Recv(buf, src, tag, status)
+            except MPI.Exception as exc:
+                raise p2p_error(exc, "recv", src, tag, buf) from None
+            except _UNMAPPABLE:
+                pass  # a strided 1-D view or an unmappable dtype: the general path below
+            else:
+                if status.Get_count(_BYTE) != buf.nbytes:
+                    raise MessageSizeError(src, tag, buf, status.Get_count(_BYTE))
+                return src
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.recv(buf, src, tag)
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
+        if type(tag) is not int or not 0 <= tag <= TAG_UB:  # MPICH reads -1 as MPI_ANY_TAG
+            check_tag(tag)
         dst, write_back = _writable(buf, keep_contents=False)
         status = MPI.Status()
         _state.seq = _next[_state.seq]
@@ -438,6 +538,10 @@ class MPICommunicator(Communicator):
             self.mpi_comm.Recv(dst, source, tag, status)
         except _UNMAPPABLE as exc:
             raise _unmappable(exc) from None
+        except MPI.Exception as exc:
+            raise p2p_error(exc, "recv", src, tag, dst) from None
+        if status.Get_count(_BYTE) != dst.nbytes:
+            raise MessageSizeError(status.Get_source(), tag, dst, status.Get_count(_BYTE))
         if write_back is not None:
             write_back()
         return int(status.Get_source())
@@ -446,11 +550,37 @@ class MPICommunicator(Communicator):
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.irecv(buf, src, tag)
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
+        check_tag(tag)
         dst, write_back = _writable(buf, keep_contents=False)
         try:
             request = self.mpi_comm.Irecv(dst, source, tag)
         except _UNMAPPABLE as exc:
             raise _unmappable(exc) from None
+        except MPI.Exception as exc:
+            raise p2p_error(exc, "recv", src, tag, dst) from None
+        status = MPI.Status()
+
+        def check() -> None:
+            if status.Get_count(_BYTE) != dst.nbytes:
+                raise MessageSizeError(status.Get_source(), tag, dst, status.Get_count(_BYTE))
+
+        # Named as the module's own, which the watchdog knows as blocking sites.
+        def _wait_all(requests: Sequence[MPI.Request]) -> None:
+            try:
+                requests[0].Wait(status)
+            except MPI.Exception as exc:
+                raise p2p_error(exc, "recv", src, tag, dst) from None
+            check()
+
+        def _test_all(requests: Sequence[MPI.Request]) -> bool:
+            try:
+                done = bool(requests[0].Test(status))
+            except MPI.Exception as exc:
+                raise p2p_error(exc, "recv", src, tag, dst) from None
+            if done:
+                check()
+            return done
+
         work = Work([request], write_back, dst, _wait_all, _test_all)
         work.what = ("recv", self.mpi_comm, source)
         return work

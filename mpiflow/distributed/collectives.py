@@ -21,12 +21,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy
+from mpi4py import MPI
 
 from .._array_module import array_module
 from .._arrays import as_buffer
 from .._torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
 from ..communication import Communicator, ReduceOp, Work
 from ..communication.group import ProcessGroup, world_comm, world_group
+from ..communication.mpi import MessageSizeError, check_tag, p2p_error
 from ..communication.reduce_op import check_reduce_dtype
 
 __all__ = [
@@ -54,11 +56,18 @@ _fast = world_comm.fast
 
 
 def resolve_group(group: ProcessGroup | None) -> ProcessGroup:
-    """Return ``group``, or the world group for None, checking its type."""
+    """Return ``group``, or the world group for None, checking its type.
+
+    Raises:
+        RuntimeError: ``group`` was destroyed (``destroy_process_group``), on every rank.
+    """
     if group is None:
         return world_group
     if not isinstance(group, ProcessGroup):
         raise TypeError(f"group must be a group from new_group() or None, got {group!r}")
+    if group.destroyed:
+        raise RuntimeError(f"{group.describe()} was destroyed by destroy_process_group(); "
+                           "make a new one with new_group()")
     return group
 
 
@@ -465,10 +474,27 @@ def _peer(g: ProcessGroup, rank: int, what: str) -> int:
     return peer
 
 
+def _recv_error(g: ProcessGroup, exc: MessageSizeError) -> MessageSizeError:
+    """``exc`` naming the sender by its world rank and ``g``."""
+    if g is world_group or exc.source is None:
+        return exc
+    return exc.with_sender(f"rank {g.ranks[exc.source]} of {g.describe()}")
+
+
 def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
-    """Send ``tensor`` to world rank ``dst`` (blocking)."""
-    if group is None and _fast.send(tensor, dst, tag):
-        return
+    """Send ``tensor`` to world rank ``dst`` (blocking).
+
+    Raises:
+        ValueError: ``tag`` is outside 0..``TAG_UB``, or ``dst`` is not another rank of the
+            group; nothing is sent.
+    """
+    if group is None:
+        try:
+            if _fast.send(tensor, dst, tag):
+                return
+        except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+            raise p2p_error(exc, "send", dst, tag) from None
+    check_tag(tag)
     g = resolve_group(group)
     if g.comm is not None:
         buf, post = _arg(tensor, "tensor")
@@ -479,6 +505,7 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
 
 def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
     """Start sending ``tensor`` to world rank ``dst``; returns a :class:`Work`."""
+    check_tag(tag)
     g = resolve_group(group)
     if g.comm is None:
         return Work()
@@ -493,15 +520,29 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
     """Receive into ``tensor`` from world rank ``src`` (None: any); return the sender's rank.
 
     Returns -1 on a rank outside ``group``.
+
+    Raises:
+        ValueError: the message's size differs from ``tensor``'s (the message is consumed;
+            the sender is unaffected), or ``tag`` is outside 0..``TAG_UB``. A message larger
+            than ``tensor`` is caught on every path; a smaller one on all but the world's
+            fast path (a contiguous numpy array from an int ``src``), which has no MPI status.
     """
-    if group is None and type(src) is int and _fast.recv(tensor, src, tag):
-        return src
+    if group is None and type(src) is int and tag >= 0:  # MPICH reads tag -1 as MPI_ANY_TAG
+        try:
+            if _fast.recv(tensor, src, tag):
+                return src
+        except MPI.Exception as exc:  # a message larger than tensor, a tag above TAG_UB
+            raise p2p_error(exc, "recv", src, tag, tensor) from None
+    check_tag(tag)
     g = resolve_group(group)
     if g.comm is None:
         return -1
     source = None if src is None else _peer(g, src, "src")
     buf, post = _arg(tensor, "tensor", write=True)
-    sender = g.comm.recv(buf, source, tag)
+    try:
+        sender = g.comm.recv(buf, source, tag)
+    except MessageSizeError as exc:
+        raise _recv_error(g, exc) from None
     if post is not None:
         post()
     return g.ranks[sender]
@@ -509,11 +550,38 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
 
 def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
           tag: int = 0) -> Work:
-    """Start receiving into ``tensor`` from world rank ``src`` (None: any); returns a Work."""
+    """Start receiving into ``tensor`` from world rank ``src`` (None: any); returns a Work.
+
+    A message whose size differs from ``tensor``'s raises ``ValueError`` from ``wait()``.
+    """
+    check_tag(tag)
     g = resolve_group(group)
     if g.comm is None:
         return Work()
     source = None if src is None else _peer(g, src, "src")
     buf, post = _arg(tensor, "tensor", write=True)
     work = g.comm.irecv(buf, source, tag)
+    if g is not world_group:
+        _name_sender(work, g)
     return work if post is None else work.then(post)
+
+
+def _name_sender(work: Work, g: ProcessGroup) -> None:
+    """Make ``work``'s size errors name the sender by its world rank and ``g``."""
+    wait_all, test_all = work._wait_all, work._test_all
+    if wait_all is None or test_all is None:
+        return
+
+    def wait(requests: Sequence[Any]) -> None:
+        try:
+            wait_all(requests)
+        except MessageSizeError as exc:
+            raise _recv_error(g, exc) from None
+
+    def test(requests: Sequence[Any]) -> bool:
+        try:
+            return test_all(requests)
+        except MessageSizeError as exc:
+            raise _recv_error(g, exc) from None
+
+    work._wait_all, work._test_all = wait, test

@@ -112,14 +112,25 @@ def is_initialized() -> bool:
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
-    """Release a group made by :func:`new_group` (the world group stays usable)."""
+    """Release a group made by :func:`new_group`; every later call on it raises
+    ``RuntimeError`` (on members and non-members alike). Destroying it again does nothing.
+
+    The world group stays usable, unlike PyTorch's default group: mpiflow's own layers
+    (``mpiflow.comm``, global tensors, the watchdog) run on it for the whole job, so
+    ``destroy_process_group()`` with no group (or ``group.WORLD``) does nothing and
+    ``is_initialized()`` stays True.
+    """
     if group is None or group is world_group:
         return
-    comm = resolve_group(group).comm
-    free = getattr(getattr(comm, "mpi_comm", None), "Free", None)
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a group from new_group() or None, got {group!r}")
+    if group.destroyed:
+        return
+    free = getattr(getattr(group.comm, "mpi_comm", None), "Free", None)
     if free is not None:
         free()
     group.comm = None
+    group.destroyed = True
 
 
 def get_backend(group: ProcessGroup | None = None) -> str:
