@@ -42,12 +42,10 @@ def _pair_then_check(send, receive):
 # -- 1. the received size is checked -------------------------------------------------------------
 # The world's fast path (.fast's FastPaths.recv: a contiguous numpy array from an int rank)
 # passes MPI no status, so a smaller message goes unnoticed there until it does.
-_FAST_PATH_GAP = pytest.mark.xfail(reason="FastPaths.recv in fast.py does not check the "
-                                          "received count yet", strict=False)
 
 
 @needs_two
-@pytest.mark.parametrize("layout", [pytest.param("world_fast_path", marks=_FAST_PATH_GAP),
+@pytest.mark.parametrize("layout", ["world_fast_path",
                                     "world_general", "strided", "group"])
 def test_recv_of_a_smaller_message_raises(layout):
     buf = numpy.full(10, -1.0)

@@ -8,7 +8,8 @@ call number on this communicator, dtype, shape, element count, reduce op, root, 
 size) on a shadow duplicate of the communicator and compare. On a mismatch *every* rank raises
 the same :class:`CollectiveMismatchError`, naming the ranks and what differs, and the
 collective does not run. ``all_to_all_v`` also checks that what each rank sends matches what
-its peer expects.
+its peer expects. A collective that a second thread starts on a group while another thread of
+the rank is inside one on it raises ``RuntimeError`` on that thread (``.fast.concurrent_use``).
 
 It costs one small all-gather per collective, so it is for finding a bug, not for production
 runs; without it the plain :class:`~.mpi.MPICommunicator` pays nothing.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
+from _thread import get_ident
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +37,7 @@ import numpy
 from mpi4py import MPI
 
 from .debug import OPERATIONS
+from .fast import concurrent_use
 from .mpi import MPICommunicator
 from .reduce_op import ReduceOp
 from .watchdog import NEXT, STATE, describe_group
@@ -324,9 +327,21 @@ class DebugMPICommunicator(MPICommunicator):
 
 def _checked(name: str) -> Callable[..., Any]:
     def method(self: DebugMPICommunicator, *args: Any, **kwargs: Any) -> Any:
-        self._agree(name, args, kwargs)
-        # looked up at call time, so that count_collectives' wrappers still count the call
-        out = getattr(MPICommunicator, name)(self, *args, **kwargs)
+        # Two threads in collectives on one group at once mix their data between ranks: the
+        # second one raises instead (the mark is the one the fast paths use; .fast).
+        in_use = self.fast.in_use
+        owner = in_use.owner
+        if owner is not None:
+            concurrent_use(in_use, self.mpi_comm, name)  # passes a nested call of its own
+        else:
+            in_use.owner = get_ident()
+        try:
+            self._agree(name, args, kwargs)
+            # looked up at call time, so that count_collectives' wrappers still count the call
+            out = getattr(MPICommunicator, name)(self, *args, **kwargs)
+        finally:
+            if owner is None:
+                in_use.owner = None
         if isinstance(out, MPICommunicator) and not isinstance(out, DebugMPICommunicator):
             out = DebugMPICommunicator(out.mpi_comm)  # a group of a checked group is checked
         return out

@@ -18,6 +18,15 @@ array that mpi4py accepts is C-contiguous, and one it refuses (a strided view) r
 ``BufferError`` before anything is sent, which sends it to the general path too (as does the
 ``KeyError`` of a dtype MPI has no datatype for).
 
+Two threads must not call collectives on one group at once: MPI would match one thread's call
+on this rank with the other thread's on another, and the results would be wrong with no error
+(issue #18). Each communicator has an :class:`InUse` mark, a plain attribute that the fast
+paths set around their collective's MPI call (a load and two stores, about 25 ns); a
+second thread that enters while it is set gets a ``RuntimeError`` naming the group and both
+threads (:func:`concurrent_use`) instead of joining the call. Debug mode checks every call the
+same way. Point-to-point calls are not checked: MPI matches them by source and tag, and one
+thread sending while another receives on a group is a legitimate pattern.
+
 Examples:
     >>> fast = FastPaths(MPI.COMM_WORLD.Dup(), {})
     >>> fast.all_gather(numpy.ones(2), numpy.empty(2 * fast.size))
@@ -27,23 +36,93 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 import weakref
+from _thread import get_ident
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy
 from mpi4py import MPI
 
+from .message_size import MessageSizeError
 from .reduce_op import ReduceOp
 from .watchdog import NEXT, STATE
 
-__all__ = ["FastPaths", "never", "pause", "paused", "resume"]
+__all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 
 _ndarray = numpy.ndarray
 # What mpi4py raises, before sending anything, for a buffer it cannot take as it is (a strided
 # view) or a dtype it cannot map (object, structured...): the general path stages the one and
 # raises a clear TypeError for the other.
 _DECLINED = (BufferError, KeyError)
+
+
+class InUse:
+    """Whether a thread is inside a collective's MPI call on one communicator.
+
+    ``owner`` is None when none is, the thread's ident when debug mode set it, and True when a
+    fast path did (storing a constant is cheaper than asking for the ident, and the error
+    finds the thread from the stacks). A plain attribute, not a lock: setting and testing it
+    costs a few tens of nanoseconds, and it only has to catch the misuse, not arbitrate it.
+    """
+
+    __slots__ = ("owner",)
+
+    def __init__(self) -> None:
+        self.owner: int | bool | None = None
+
+
+def _thread_name(ident: int) -> str:
+    for thread in threading.enumerate():
+        if thread.ident == ident:
+            return f"thread {thread.name!r} (ident {ident})"
+    return f"thread ident {ident}"
+
+
+def _threads_inside(mpi_comm: Any, me: int) -> list[int]:
+    """The other threads whose stack holds a call on ``mpi_comm`` (a fast path's ``_comm`` or a
+    communicator's ``self``)."""
+    found = []
+    for ident, top in sys._current_frames().items():
+        frame: Any = top
+        while frame is not None and ident != me:
+            local = frame.f_locals
+            if local.get("_comm") is mpi_comm or \
+                    getattr(local.get("self"), "mpi_comm", None) is mpi_comm:
+                found.append(ident)
+                break
+            frame = frame.f_back
+    return found
+
+
+def concurrent_use(in_use: InUse, mpi_comm: Any, operation: str) -> None:
+    """Raise the error for a call on a communicator another thread is inside of, if it is.
+
+    A call from the thread that holds the mark (a nested call of its own) passes.
+
+    Raises:
+        RuntimeError: another thread is in a collective's MPI call on this communicator.
+    """
+    owner, me = in_use.owner, get_ident()
+    if owner is None or (owner is not True and owner == me):
+        return
+    from .watchdog import _world_ranks
+    from .watchdog_report import describe_group
+
+    size = mpi_comm.Get_size() if mpi_comm is not None else None
+    group = describe_group(_world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
+    others = [owner] if owner is not True else _threads_inside(mpi_comm, me)
+    inside = " and ".join(_thread_name(t) for t in others) or "another thread"
+    raise RuntimeError(
+        f"{operation} on {group} was called by {_thread_name(me)} while {inside} is inside "
+        f"a collective on the same group (rank {MPI.COMM_WORLD.Get_rank()} of the world). MPI "
+        "matches the collectives of one group in the order each rank calls them, so two "
+        "threads calling them at once mix their data between ranks: this call did not run, "
+        "and the results of both threads on every rank are unreliable from here on. Call the "
+        "collectives of a group from one thread at a time, or give each thread its own group "
+        "(dist.new_group(...), made in the same order on every rank).")
 
 
 def never(*args: Any) -> bool:
@@ -66,15 +145,19 @@ class FastPaths:
     """
 
     __slots__ = ("__weakref__", "_paths", "all_gather", "all_reduce", "all_to_all",
-                 "broadcast", "recv", "reduce_scatter", "send", "size")
+                 "broadcast", "in_use", "recv", "reduce_scatter", "send", "size")
 
     def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]]) -> None:
         size, rank = comm.Get_size(), comm.Get_rank()
         self.size = size
+        # The communicator's in-use mark (see the module's docstring); the general path and
+        # debug mode may share it through ``self.in_use``.
+        self.in_use = in_use = InUse()
         state, step, in_place = STATE, NEXT, MPI.IN_PLACE
         allreduce, allgather, bcast = comm.Allreduce, comm.Allgather, comm.Bcast
         reduce_scatter_block, alltoall = comm.Reduce_scatter_block, comm.Alltoall
         mpi_send, mpi_recv = comm.Send, comm.Recv
+        status, byte = MPI.Status(), MPI.BYTE  # one per communicator: blocking calls only
         # Each function also takes the communicator as a keyword-only default, ``_comm``, that
         # no caller passes: it costs nothing per call and lets the watchdog's report name the
         # group of a call that hangs here (.watchdog.describe_stack reads the frame's locals).
@@ -84,11 +167,16 @@ class FastPaths:
                 by_dtype = native.get(op)
                 mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
                 if mpi_op is not None:
-                    state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
+                    if in_use.owner is not None:
+                        concurrent_use(in_use, _comm, "all_reduce")
                     try:
+                        in_use.owner = True
+                        state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
                         allreduce(in_place, buf, mpi_op)
                     except _DECLINED:
                         return False
+                    finally:
+                        in_use.owner = None
                     return True
             return False
 
@@ -101,11 +189,16 @@ class FastPaths:
                     and send is not recv and (sbase := send.base) is not recv
                     and (rbase := recv.base) is not send
                     and (sbase is None or sbase is not rbase)):
-                state.seq = step[state.seq]
+                if in_use.owner is not None:
+                    concurrent_use(in_use, _comm, "all_gather")
                 try:
+                    in_use.owner = True
+                    state.seq = step[state.seq]
                     allgather(send, recv)
                 except _DECLINED:
                     return False
+                finally:
+                    in_use.owner = None
                 return True
             return False
 
@@ -121,22 +214,32 @@ class FastPaths:
                 by_dtype = native.get(op)
                 mpi_op = by_dtype.get(dtype) if by_dtype is not None else None
                 if mpi_op is not None:
-                    state.seq = step[state.seq]
+                    if in_use.owner is not None:
+                        concurrent_use(in_use, _comm, "reduce_scatter")
                     try:
+                        in_use.owner = True
+                        state.seq = step[state.seq]
                         reduce_scatter_block(send, recv, mpi_op)
                     except _DECLINED:
                         return False
+                    finally:
+                        in_use.owner = None
                     return True
             return False
 
         def broadcast(buf: Any, root: int, *, _comm: Any = comm) -> bool:
             if (type(buf) is _ndarray and type(root) is int and 0 <= root < size
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
-                state.seq = step[state.seq]
+                if in_use.owner is not None:
+                    concurrent_use(in_use, _comm, "broadcast")
                 try:
+                    in_use.owner = True
+                    state.seq = step[state.seq]
                     bcast(buf, root)
                 except _DECLINED:
                     return False
+                finally:
+                    in_use.owner = None
                 return True
             return False
 
@@ -151,11 +254,16 @@ class FastPaths:
                     and (sbase is None or sbase is not rbase)
                     and (sdim < 2 or send.flags.c_contiguous)
                     and (rdim < 2 or recv.flags.c_contiguous)):
-                state.seq = step[state.seq]
+                if in_use.owner is not None:
+                    concurrent_use(in_use, _comm, "all_to_all")
                 try:
+                    in_use.owner = True
+                    state.seq = step[state.seq]
                     alltoall(send, recv)
                 except _DECLINED:
                     return False
+                finally:
+                    in_use.owner = None
                 return True
             return False
 
@@ -175,9 +283,16 @@ class FastPaths:
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
                 state.seq = step[state.seq]
                 try:
-                    mpi_recv(buf, src, tag)
+                    mpi_recv(buf, src, tag, status)
                 except _DECLINED:
                     return False
+                except MPI.Exception as exc:
+                    if exc.Get_error_class() == MPI.ERR_TRUNCATE:
+                        raise MessageSizeError(src, tag, buf, None) from None
+                    raise
+                received = status.Get_count(byte)
+                if received != buf.nbytes:  # a shorter message filled part of the buffer
+                    raise MessageSizeError(src, tag, buf, received)
                 return True
             return False
 
@@ -198,6 +313,7 @@ class FastPaths:
         """Fast paths that never apply, for a communicator that checks every call."""
         self = cls.__new__(cls)
         self.size, self._paths = 0, dict.fromkeys(_PATHS, never)
+        self.in_use = InUse()
         self._set(never)
         return self
 
