@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import numpy
 
+from ._steps import Post, chain
+
 __all__ = ["Post", "chain", "host_array", "is_torch_tensor", "numpy_dtype", "stage"]
 
-Post = Callable[[], None]
 
 
 def is_torch_tensor(obj: Any) -> bool:
@@ -128,21 +128,6 @@ def host_array(t: Any, what: str = "tensor") -> numpy.ndarray:
     if not t.is_cpu:  # a flag read: t.device builds a torch.device object (~1 us)
         raise TypeError(f"{what} is on {t.device}; stage() moves device tensors")
     return _cpu_view(t)
-
-
-def chain(*steps: Post | None) -> Post | None:
-    """One step that runs ``steps`` in order (None when there are none)."""
-    todo = [s for s in steps if s is not None]
-    if not todo:
-        return None
-    if len(todo) == 1:
-        return todo[0]
-
-    def run() -> None:
-        for step in todo:
-            step()
-
-    return run
 
 
 def _copy_back(dst: Any, src: Any) -> Post:

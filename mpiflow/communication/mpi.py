@@ -18,6 +18,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
+from .._steps import chain as _chain
 from .communicator import Array, Communicator, Work
 from .datatypes import reduce_plan
 from .fast import FastPaths
@@ -77,20 +78,6 @@ def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Callable[[], None
         buf[...] = stage
 
     return stage, write_back
-
-
-def _chain(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
-    todo = [s for s in steps if s is not None]
-    if not todo:
-        return None
-    if len(todo) == 1:
-        return todo[0]
-
-    def run() -> None:
-        for step in todo:
-            step()
-
-    return run
 
 
 def _displacements(counts: Sequence[int]) -> list[int]:
