@@ -62,6 +62,11 @@ _OPS = {
 
 
 _SUM = _RedOpType.SUM
+_MPI_SUM = MPI.SUM
+# The dtypes every MPI library sums natively: the all-reduce fast path hands MPI their memory.
+_MPI_SUMMED = {torch.float32: MPI.FLOAT, torch.float64: MPI.DOUBLE, torch.int32: MPI.INT32_T,
+               torch.int64: MPI.INT64_T, torch.int16: MPI.INT16_T, torch.int8: MPI.INT8_T,
+               torch.uint8: MPI.UINT8_T}
 
 
 def _reduce_op(op: Any) -> tuple[ReduceOp, Any]:
@@ -228,8 +233,12 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         # straight to the communicator's fast path (which declines anything but the plain
         # case). ``opts.reduceOp == SUM`` is the cheap test; reading ``.op`` costs 2 us.
         if (t.is_cpu and not (async_op and self._overlap) and not t.requires_grad
-                and opts.reduceOp == _SUM and self._fast.all_reduce(_plain(t), ReduceOp.SUM)):
-            return DoneWork(tensors) if async_op else _DONE
+                and opts.reduceOp == _SUM):
+            datatype = _MPI_SUMMED.get(t.dtype)
+            if ((datatype is not None and t.is_contiguous()
+                    and self._fast.all_reduce_at(t.data_ptr(), t.nbytes, datatype, _MPI_SUM))
+                    or self._fast.all_reduce(_plain(t), ReduceOp.SUM)):
+                return DoneWork(tensors) if async_op else _DONE
         return self._reduce_in_place(t, opts.reduceOp, async_op and self._overlap,
                                      self._comm.all_reduce)
 
