@@ -19,6 +19,7 @@ from mpiflow.bench.cli import build_parser, settings_from_args
 from mpiflow.bench.metrics import Timings
 from mpiflow.bench.plan import SUITES, Settings
 from mpiflow.bench.suites import ALL_RUNNERS, OPTIONAL_SUITES, SUITE_RUNNERS, expand_suites
+from mpiflow.bench.torch_report import format_torch
 from mpiflow.bench.torch_suite import (
     DDP_SIDES,
     SIDES,
@@ -28,7 +29,6 @@ from mpiflow.bench.torch_suite import (
     TorchResult,
     TorchRow,
     TorchSettings,
-    format_torch,
     goal_checks,
     torch_settings,
 )

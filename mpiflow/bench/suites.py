@@ -108,7 +108,7 @@ def _run_torch(settings: Settings) -> Any:
 
 
 def _format_torch(result: Any, markdown: bool) -> str:
-    from .torch_suite import format_torch
+    from .torch_report import format_torch
 
     return format_torch(result, markdown)
 
