@@ -157,7 +157,7 @@ class FastPaths:
         allreduce, allgather, bcast = comm.Allreduce, comm.Allgather, comm.Bcast
         reduce_scatter_block, alltoall = comm.Reduce_scatter_block, comm.Alltoall
         mpi_send, mpi_recv = comm.Send, comm.Recv
-        status, byte = MPI.Status(), MPI.BYTE  # one per communicator: blocking calls only
+        new_status, byte = MPI.Status, MPI.BYTE
         # Each function also takes the communicator as a keyword-only default, ``_comm``, that
         # no caller passes: it costs nothing per call and lets the watchdog's report name the
         # group of a call that hangs here (.watchdog.describe_stack reads the frame's locals).
@@ -282,6 +282,7 @@ class FastPaths:
             if (type(buf) is _ndarray and type(src) is int and 0 <= src < size and src != rank
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
                 state.seq = step[state.seq]
+                status = new_status()  # per call: two threads may receive on one group
                 try:
                     mpi_recv(buf, src, tag, status)
                 except _DECLINED:

@@ -90,7 +90,6 @@ def _displacements(counts: Sequence[int]) -> list[int]:
 
 # -- point-to-point checks ---------------------------------------------------------------------
 _BYTE = MPI.BYTE
-_Status = MPI.Status
 TAG_UB: int = int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)
 """The largest tag this MPI accepts (at least 32767): tags are 0..TAG_UB."""
 
@@ -456,23 +455,14 @@ class MPICommunicator(Communicator):
             raise p2p_error(exc, "send", dst, tag) from None
 
     def recv(self, buf: Array, src: int | None, tag: int = 0) -> int:
-        # The common case first, with the fewest checks (as .fast's paths): a contiguous numpy
-        # array, an int rank and tag in range. The received size is checked on every path.
-        if (type(buf) is _ndarray and type(src) is int and type(tag) is int
-                and 0 <= src < self.size and 0 <= tag <= TAG_UB
-                and (buf.ndim < 2 or buf.flags.c_contiguous)):
-            status = _Status()
-            _state.seq = _next[_state.seq]
+        # The common case first: the fast path (which checks the received size too), once
+        # the tag is known to be in range (MPICH reads -1 as MPI_ANY_TAG).
+        if type(src) is int and type(tag) is int and 0 <= tag <= TAG_UB:
             try:
-                self.mpi_comm.Recv(buf, src, tag, status)
+                if self.fast.recv(buf, src, tag):
+                    return src
             except MPI.Exception as exc:
                 raise p2p_error(exc, "recv", src, tag, buf) from None
-            except _UNMAPPABLE:
-                pass  # a strided 1-D view or an unmappable dtype: the general path below
-            else:
-                if status.Get_count(_BYTE) != buf.nbytes:
-                    raise MessageSizeError(src, tag, buf, status.Get_count(_BYTE))
-                return src
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.recv(buf, src, tag)
         source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
