@@ -20,12 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._array_module import array_module
-from .._arrays import as_buffer
 from .._runtime import topology
-from .._torch_arrays import Post, chain, is_torch_tensor, stage
+from .._torch_arrays import Post
 from ..communication import ReduceOp
 from ..communication.group import ProcessGroup
-from .collectives import resolve_group
+from .collectives import _list_args, resolve_group
 from .packing import Bucket, make_buckets
 
 __all__ = ["sync_gradients", "sync_initial_weights"]
@@ -60,21 +59,8 @@ def _check_claims(rank: int | None, world_size: int | None, group: ProcessGroup)
 
 def _staged(items: list[Any], reduce: bool) -> tuple[list[Any], Post | None]:
     """The writable arrays behind arrays and tensors, and the step that writes staged copies
-    back once the collectives are done.
-
-    Args:
-        items: numpy arrays, registered array-likes or torch tensors (see
-            :func:`.._torch_arrays.stage`: bfloat16 reduces through float32, CUDA tensors
-            through CuPy or pinned host memory).
-        reduce: the arrays are reduced, not only moved.
-    """
-    arrays, posts = [], []
-    for item in items:
-        array, post = (stage(item, "model entry", reduce=reduce, write=True)
-                       if is_torch_tensor(item) else (as_buffer(item, "model entry"), None))
-        arrays.append(array)
-        posts.append(post)
-    return arrays, chain(*posts)
+    back once the collectives are done (bfloat16 is summed through float32 when ``reduce``)."""
+    return _list_args(items, "model entry", write=True, reduce=ReduceOp.SUM if reduce else None)
 
 
 def _weights(model: Any) -> tuple[list[Any], Post | None]:

@@ -627,12 +627,6 @@ def _all_of(works: list[dist._Work], result: list[torch.Tensor]) -> dist._Work:
     pending = [w for w in works if not isinstance(w, DoneWork)]
     if not pending:
         return DoneWork(result)
-    requests: list[Any] = []
-    posts: list[Post | None] = []
-    for w in pending:
-        assert isinstance(w, PendingWork)
-        requests.append(w)
-        posts.append(None)
 
     def wait_all(items: Sequence[Any]) -> None:
         for item in items:
@@ -641,7 +635,7 @@ def _all_of(works: list[dist._Work], result: list[torch.Tensor]) -> dist._Work:
     def test_all(items: Sequence[Any]) -> bool:
         return all(item.is_completed() for item in items)
 
-    return PendingWork(MPIWork(requests, None, None, wait_all, test_all), result)
+    return PendingWork(MPIWork(pending, None, None, wait_all, test_all), result)
 
 
 def _with_async(opts: Any, source: Any) -> Any:
