@@ -17,12 +17,12 @@ from . import _runtime
 _runtime.install_abort_handler()
 
 from . import autograd, comm, distributed, env, nn, ops, optim, sbp, utils  # noqa: E402
-from ._arrays import register_buffer_type as _register_buffer_type  # noqa: E402
 from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .communication import ReduceOp  # noqa: E402
 from .communication.debug_mode import CollectiveMismatchError  # noqa: E402
+from .core.buffers import register_buffer_type as _register_buffer_type  # noqa: E402
 from .creation import *  # noqa: E402, F403
 from .creation import __all__ as _creation_all  # noqa: E402
 from .dtypes import (  # noqa: E402

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy
 
-from ._array_module import array_module
 from ._runtime import topology
 from ._tensor import Tensor
 from .autograd.graph import record
 from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape
+from .core.array_module import array_module
 from .distributed import all_gather_object
 from .placement import Placement
 from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp

@@ -27,6 +27,8 @@ from typing import Any, NoReturn
 
 from mpi4py import MPI
 
+from . import placement
+
 __all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description",
            "install_abort_handler", "topology", "world"]
 
@@ -240,3 +242,4 @@ def install_abort_handler() -> None:
 world: MPI.Comm = MPI.COMM_WORLD
 _check_launcher(world)
 topology: Topology = _discover_topology(world)
+placement.set_world_size(topology.size)

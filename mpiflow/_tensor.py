@@ -16,7 +16,7 @@ import numpy
 from numpy import ndarray as _ndarray
 
 from . import dtypes as _dtypes
-from ._array_module import array_module
+from .core.array_module import array_module
 from .placement import Placement
 from .sbp import SbpParallel
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy
 
-from ._torch_arrays import is_torch_tensor, numpy_dtype
 from .communication import ReduceOp
+from .communication import collectives as _c
 from .communication.group import world_comm, world_group
-from .distributed import collectives as _c
+from .core.torch_arrays import is_torch_tensor, numpy_dtype
 
 __all__ = [
     "all_gather",
@@ -46,7 +46,7 @@ _MAX_DIMS = 64
 # dtypes that can cross the wire in a metadata message, by their index here.
 _WIRE_DTYPES = [numpy.dtype(c) for c in "?bhilqBHILQefdgFDG"]
 # torch dtypes numpy lacks, by their index after _WIRE_DTYPES, with the integer dtype of their
-# size that carries their bits (what _torch_arrays.host_array makes of them).
+# size that carries their bits (what core.torch_arrays.host_array makes of them).
 _TORCH_WIRE: dict[str, numpy.dtype] = {
     "bfloat16": numpy.dtype(numpy.int16), "float8_e4m3fn": numpy.dtype(numpy.uint8),
     "float8_e5m2": numpy.dtype(numpy.uint8), "complex32": numpy.dtype(numpy.int32)}

@@ -14,12 +14,12 @@ from typing import Any
 import numpy
 
 from . import dtypes as _dtypes
-from ._array_module import array_module
 from ._runtime import topology
 from ._tensor import Tensor
 from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape, scatter_value, shard_slices
+from .core.array_module import array_module
 from .placement import Placement
 from .sbp import Broadcast, Partial, SbpParallel, normalize_sbp
 

@@ -15,11 +15,34 @@ from typing import Any
 
 import numpy
 
-from ._runtime import topology
-
-__all__ = ["DEVICE_TYPES", "Placement", "placement"]
+__all__ = ["DEVICE_TYPES", "Placement", "placement", "set_world_size", "world_size"]
 
 DEVICE_TYPES = ("cpu", "cuda")
+
+# The world's size, told by the runtime when MPI starts (placements are pure values: this
+# layer imports no MPI).
+_world_size: int | None = None
+
+
+def set_world_size(size: int) -> None:
+    """Tell placements how many ranks the world has; the runtime does so when MPI starts.
+
+    Args:
+        size: the number of ranks in ``MPI.COMM_WORLD``.
+    """
+    global _world_size
+    _world_size = int(size)
+
+
+def world_size() -> int:
+    """The number of ranks a placement may name.
+
+    Raises:
+        RuntimeError: MPI has not started (``import mpiflow`` starts it).
+    """
+    if _world_size is None:
+        raise RuntimeError("placements need the world's size: import mpiflow to start MPI first")
+    return _world_size
 
 
 class Placement:
@@ -55,9 +78,10 @@ class Placement:
         flat = numpy.sort(array, axis=None)
         if len(numpy.unique(flat)) != flat.size:
             raise ValueError(f"placement ranks repeat: {array.tolist()}")
-        if flat[0] < 0 or flat[-1] >= topology.size:
+        size = world_size()
+        if flat[0] < 0 or flat[-1] >= size:
             raise ValueError(f"placement ranks {array.tolist()} are not all ranks of the world "
-                             f"(0..{topology.size - 1})")
+                             f"(0..{size - 1})")
         canonical = flat.reshape(array.shape)
         canonical.flags.writeable = False
         self.type = type
@@ -69,7 +93,7 @@ class Placement:
     @staticmethod
     def all(type: str) -> Placement:
         """The placement of every rank of the world, as a 1-D mesh."""
-        return Placement(type, list(range(topology.size)))
+        return Placement(type, list(range(world_size())))
 
     @property
     def ranks(self) -> numpy.ndarray:

@@ -32,10 +32,10 @@ from typing import Any
 import numpy
 
 from . import dtypes as _dtypes
-from ._array_module import array_module
 from ._runtime import topology
 from ._tensor import Tensor
 from .boxing.shards import check_shape, shard_slices
+from .core.array_module import array_module
 from .creation import _check_device, _layout, _size
 from .ops.methods import bind
 from .placement import Placement

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .communication import ReduceOp
+from .core.reduce_op import ReduceOp
 
 __all__ = [
     "Broadcast",

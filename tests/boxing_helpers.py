@@ -3,7 +3,6 @@ every rank's target shard that communicates first and asserts after (collective-
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -161,5 +160,5 @@ def layout_id(value: Any) -> str:
 def fake_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """Let placements name up to 16 ranks, for the pure planner tests (nothing is sent)."""
     module = sys.modules["mpiflow.placement"]
-    monkeypatch.setattr(module, "topology", dataclasses.replace(module.topology, size=16))
+    monkeypatch.setattr(module, "_world_size", 16)
     yield 16

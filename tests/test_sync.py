@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import mpiflow.distributed as dist
 from mpiflow.communication import count_collectives
-from mpiflow.distributed.packing import make_buckets
+from mpiflow.parallel.packing import make_buckets
 
 RANK, SIZE = dist.get_rank(), dist.get_world_size()
 

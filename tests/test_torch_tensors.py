@@ -19,7 +19,7 @@ from helpers import rank_data, run_job
 
 import mpiflow.comm as comm
 import mpiflow.distributed as dist
-from mpiflow._arrays import as_buffer
+from mpiflow.core.buffers import as_buffer
 from mpiflow.distributed import ReduceOp, Work
 
 torch = pytest.importorskip("torch")
@@ -624,7 +624,7 @@ def test_import_does_not_import_torch() -> None:
     assert "torch not imported" in job.stdout
 
 
-# -- CUDA tensors (a GPU is needed; the paths are in mpiflow._torch_arrays) ---------------------
+# -- CUDA tensors (a GPU is needed; the paths are in mpiflow.core.torch_arrays) -----------------
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device: CUDA tensors are staged through CuPy or "
@@ -634,7 +634,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
 @needs_cuda
 @pytest.mark.parametrize("through", ["cupy", "pinned"])
 def test_cuda_tensors(through: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mpiflow import _torch_arrays
+    from mpiflow.core import torch_arrays as _torch_arrays
 
     if through == "cupy":
         pytest.importorskip("cupy", reason="CuPy is not installed")

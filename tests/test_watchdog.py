@@ -205,13 +205,13 @@ def test_the_public_entry_point_is_named() -> None:
     finally:
         for name, path in saved.items():
             setattr(fast, name, path)
-    assert seen[0]["api"] == "mpiflow.distributed.collectives.all_reduce"
+    assert seen[0]["api"] == "mpiflow.communication.collectives.all_reduce"
     assert seen[0]["op"] == "all_reduce" and seen[0]["group"] == WORLD
     if SIZE > 1:
         by_op = {call["op"]: call for call in seen[1:]}
         assert by_op["send"]["peer"] == (RANK + 1) % SIZE
         assert by_op["recv"]["peer"] == (RANK - 1) % SIZE
-        assert by_op["recv"]["api"] == "mpiflow.distributed.collectives.recv"
+        assert by_op["recv"]["api"] == "mpiflow.communication.collectives.recv"
 
 
 def _blocked_thread(target: Any) -> threading.Thread:
@@ -391,7 +391,7 @@ def _state(call: dict[str, Any] | None, waited: float = 3.2, where: str = "") ->
 
 def _world_call(op: str, size: int = 4) -> dict[str, Any]:
     return {"op": op, "group": tuple(range(size)), "size": size, "peer": None, "debug": False,
-            "api": "mpiflow.distributed.collectives." + op, "site": "job.py:7 in main"}
+            "api": "mpiflow.communication.collectives." + op, "site": "job.py:7 in main"}
 
 
 def test_the_report_names_the_operation_the_group_and_who_arrived() -> None:
@@ -403,7 +403,7 @@ def test_the_report_names_the_operation_the_group_and_who_arrived() -> None:
     assert all(line.startswith("[rank 0] ") for line in lines)
     assert "all_reduce on the group [0, 1, 2, 3] has not completed after 3.2 s " \
            "(MPIFLOW_TIMEOUT=3)" in lines[0]
-    assert "called at job.py:7 in main (through mpiflow.distributed.collectives.all_reduce)" \
+    assert "called at job.py:7 in main (through mpiflow.communication.collectives.all_reduce)" \
         in text
     assert "arrived (waiting in the same call): ranks 0, 2" in text
     assert "not arrived: ranks 1, 3" in text

@@ -34,7 +34,7 @@ from mpi4py import MPI
 from .. import distributed as dist
 from ..communication import ReduceOp, count_collectives
 from ..communication.group import world_comm
-from ..distributed.packing import make_buckets
+from ..parallel.packing import make_buckets
 from .metrics import Timings
 from .plan import Settings
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy
 
-from .._array_module import array_module
 from ..communication import Communicator
 from ..communication.group import world_comm
+from ..core.array_module import array_module
 from ..placement import Placement
 from ..sbp import Broadcast, balanced_sizes
 from .layout import Layout

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy
 
-from ..communication import ReduceOp
+from ..core.reduce_op import ReduceOp
 from ..placement import Placement
 from ..sbp import Partial, SbpParallel, Split, balanced_bounds
 from .layout import Layout, format_sbp

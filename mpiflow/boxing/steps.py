@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..communication import ReduceOp
+from ..core.reduce_op import ReduceOp
 from ..sbp import Broadcast, Partial, SbpParallel, Split
 from .layout import Layout
 

@@ -4,11 +4,11 @@ The public faces :mod:`mpiflow.comm` (OneFlow) and :mod:`mpiflow.distributed` (P
 shells over this layer; layouts and training build on it too.
 """
 
+from ..core.reduce_op import ReduceOp, check_reduce_dtype
 from .communicator import Communicator, Work
 from .datatypes import ReducePlan, reduce_plan
 from .debug import count_collectives
 from .mpi import MPICommunicator
-from .reduce_op import ReduceOp, check_reduce_dtype
 
 __all__ = [
     "Communicator",

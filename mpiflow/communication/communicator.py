@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .reduce_op import ReduceOp
+from ..core.reduce_op import ReduceOp
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
 

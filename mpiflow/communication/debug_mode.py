@@ -36,10 +36,10 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
+from ..core.reduce_op import ReduceOp
 from .debug import OPERATIONS
 from .fast import concurrent_use
 from .mpi import MPICommunicator
-from .reduce_op import ReduceOp
 from .watchdog import NEXT, STATE, describe_group
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]

@@ -46,8 +46,8 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from .message_size import MessageSizeError
-from .reduce_op import ReduceOp
+from ..core.message_size import MessageSizeError
+from ..core.reduce_op import ReduceOp
 from .watchdog import NEXT, STATE
 
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]

@@ -18,12 +18,12 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from .._steps import chain as _chain
+from ..core.message_size import MessageSizeError
+from ..core.reduce_op import ReduceOp
+from ..core.steps import chain as _chain
 from .communicator import Array, Communicator, Work
 from .datatypes import reduce_plan
 from .fast import FastPaths
-from .message_size import MessageSizeError
-from .reduce_op import ReduceOp
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
 

@@ -46,11 +46,11 @@ from typing import Any, ClassVar
 
 import numpy
 
+from ..core.reduce_op import ReduceOp, check_reduce_dtype
 from .communicator import Array, Communicator, Work
 from .cuda_aware import CudaAwareCommunicator
 from .device_ops import DeviceOps, Marker
 from .mpi import MPICommunicator, _displacements
-from .reduce_op import ReduceOp, check_reduce_dtype
 from .staging import PinnedPool, StagedCommunicator
 from .transport import NcclReduction, nccl_reduction
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy
 
+from ..core.reduce_op import ReduceOp
 from .communicator import Array, Communicator, Work
 from .device_ops import DeviceOps
 from .mpi import MPICommunicator
-from .reduce_op import ReduceOp
 
 __all__ = ["PinnedPool", "StagedCommunicator"]
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy
 
-from .reduce_op import ReduceOp
+from ..core.reduce_op import ReduceOp
 
 __all__ = [
     "BACKENDS",
@@ -404,7 +404,7 @@ class NcclReduction:
 def nccl_reduction(dtype: Any, op: ReduceOp, has_avg: bool) -> NcclReduction | str:
     """How NCCL reduces ``dtype`` with ``op``, or the reason it cannot (then MPI does).
 
-    The pair must already be valid (:func:`~.reduce_op.check_reduce_dtype`).
+    The pair must already be valid (:func:`~mpiflow.core.reduce_op.check_reduce_dtype`).
 
     Args:
         dtype: a numpy dtype.

@@ -11,8 +11,7 @@ Examples:
 """
 
 from ..communication import ReduceOp, Work
-from ..communication.group import ProcessGroup
-from .collectives import (
+from ..communication.collectives import (
     all_gather,
     all_gather_into_tensor,
     all_reduce,
@@ -30,12 +29,14 @@ from .collectives import (
     scatter,
     send,
 )
-from .objects import (
+from ..communication.group import ProcessGroup
+from ..communication.objects import (
     all_gather_object,
     broadcast_object_list,
     gather_object,
     scatter_object_list,
 )
+from ..parallel.sync import sync_gradients, sync_initial_weights
 from .process_group import (
     Backend,
     destroy_process_group,
@@ -52,7 +53,6 @@ from .process_group import (
     is_nccl_available,
     new_group,
 )
-from .sync import sync_gradients, sync_initial_weights
 
 reduce_op = ReduceOp  # the deprecated PyTorch spelling that older scripts (and the seeds) use
 

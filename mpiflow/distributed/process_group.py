@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..communication.collectives import resolve_group
 from ..communication.group import ProcessGroup, world_group
 from ..communication.group import new_group as _new_group
-from .collectives import resolve_group
 
 __all__ = [
     "Backend",

@@ -43,13 +43,13 @@ from typing import Any
 
 import numpy
 
-from .._array_module import array_module, is_array
 from .._runtime import topology
 from .._tensor import Tensor
 from ..autograd.graph import is_grad_enabled, rebind_inplace, record
 from ..boxing.execute import redistribute
 from ..boxing.plan import Layout
 from ..boxing.shards import fill_op, shard_bounds
+from ..core.array_module import array_module, is_array
 from ..sbp import Partial, Split, partial_max, partial_min, partial_sum
 from .engine import B, Context, OpDef, Signature, apply
 from .methods import bind

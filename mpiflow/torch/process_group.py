@@ -2,7 +2,7 @@
 
 torch dispatches every collective of a group whose backend is ``"mpiflow"`` to the methods
 here, with its own argument conventions (lists of tensors, option structs with group ranks).
-Each method turns the tensors into arrays sharing their memory (:mod:`mpiflow._torch_arrays`),
+Each method turns the tensors into arrays sharing their memory (:mod:`mpiflow.core.torch_arrays`),
 runs the operation on the group's :class:`~mpiflow.communication.mpi.MPICommunicator` (so
 mpiflow's argument checks, debug-mode fingerprints and watchdog apply), and returns a work:
 
@@ -35,12 +35,12 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from .._torch_arrays import Post, chain, stage
 from ..communication import ReduceOp
 from ..communication import Work as MPIWork
 from ..communication.mpi import MPICommunicator
 from ..communication.watchdog import NEXT as _next
 from ..communication.watchdog import STATE as _state
+from ..core.torch_arrays import Post, chain, stage
 from .work import DoneWork, PendingWork
 
 __all__ = ["BACKEND_NAME", "ProcessGroupMPIFlow"]

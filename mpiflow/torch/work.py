@@ -26,8 +26,8 @@ import torch
 import torch.distributed as dist
 from torch.futures import Future
 
-from .._torch_arrays import Post
 from ..communication import Work as MPIWork
+from ..core.torch_arrays import Post
 
 __all__ = ["DoneWork", "PendingWork", "Progress", "progress"]
 

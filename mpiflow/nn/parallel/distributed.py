@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..._array_module import array_module
 from ..._tensor import Tensor
 from ...autograd.graph import is_grad_enabled, queue_callback
 from ...communication import ReduceOp, Work
+from ...communication.collectives import resolve_group
 from ...communication.group import ProcessGroup
-from ...distributed.collectives import resolve_group
-from ...distributed.packing import Bucket, make_buckets
-from ...distributed.sync import sync_initial_weights
+from ...core.array_module import array_module
+from ...parallel.packing import Bucket, make_buckets
+from ...parallel.sync import sync_initial_weights
 
 __all__ = ["DistributedDataParallel"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy
 
-from ..._array_module import array_module
 from ..._tensor import Tensor
+from ...core.array_module import array_module
 from .dataset import Dataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 

@@ -3,7 +3,7 @@
 numpy arrays pass through untouched. Other array-like types (mpiflow tensors, CuPy arrays)
 register a converter that returns the array *sharing their memory*, so in-place collectives
 write into the caller's object. CPU ``torch.Tensor``s become numpy views of their memory
-(:mod:`._torch_arrays`; torch is never imported here: a tensor can only exist once it is).
+(:mod:`.torch_arrays`; torch is never imported here: a tensor can only exist once it is).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy
 
-from ._array_module import is_array
-from ._torch_arrays import host_array, is_torch_tensor
+from .array_module import is_array
+from .torch_arrays import host_array, is_torch_tensor
 
 __all__ = ["as_buffer", "as_buffer_list", "register_buffer_type"]
 
@@ -42,7 +42,7 @@ def as_buffer(obj: Any, what: str = "tensor") -> Any:
     Returns:
         The array sharing ``obj``'s memory. A tensor of a dtype numpy lacks (bfloat16) appears
         as integers of its size: fit for moving bytes, not for reducing (the public faces
-        reduce such tensors through :func:`._torch_arrays.stage`).
+        reduce such tensors through :func:`.torch_arrays.stage`).
 
     Examples:
         >>> as_buffer(numpy.zeros(2)).shape

@@ -10,7 +10,7 @@ in PyTorch).
 torch tensors travel zero-copy through their own memory (strided ones are staged and written
 back by the MPI layer); bfloat16 and the other dtypes numpy lacks are reduced through a float32
 copy rounded back once, and CUDA tensors go through CuPy or pinned host memory
-(:mod:`.._torch_arrays`). Such copies are written back once the operation completes: at return,
+(:mod:`..core.torch_arrays`). Such copies are written back once the operation completes: at return,
 or for ``async_op=True`` when the :class:`Work` completes.
 """
 
@@ -23,13 +23,13 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from .._array_module import array_module
-from .._arrays import as_buffer
-from .._torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
-from ..communication import Communicator, ReduceOp, Work
-from ..communication.group import ProcessGroup, world_comm, world_group
-from ..communication.mpi import MessageSizeError, check_tag, p2p_error
-from ..communication.reduce_op import check_reduce_dtype
+from ..core.array_module import array_module
+from ..core.buffers import as_buffer
+from ..core.reduce_op import check_reduce_dtype
+from ..core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
+from . import Communicator, ReduceOp, Work
+from .group import ProcessGroup, world_comm, world_group
+from .mpi import MessageSizeError, check_tag, p2p_error
 
 __all__ = [
     "all_gather",

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy
 
-from .._array_module import array_module
+from ..core.array_module import array_module
 
 __all__ = ["Bucket", "make_buckets"]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy
 
-from ..communication import Communicator
-from ..communication.group import ProcessGroup
+from . import Communicator
 from .collectives import resolve_group
+from .group import ProcessGroup
 
 __all__ = ["all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"]
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._array_module import array_module
 from .._runtime import topology
-from .._torch_arrays import Post
 from ..communication import ReduceOp
+from ..communication.collectives import _list_args, resolve_group
 from ..communication.group import ProcessGroup
-from .collectives import _list_args, resolve_group
+from ..core.array_module import array_module
+from ..core.torch_arrays import Post
 from .packing import Bucket, make_buckets
 
 __all__ = ["sync_gradients", "sync_initial_weights"]
@@ -125,7 +125,7 @@ def _by_module(arrays: list[Any]) -> list[list[Any]]:
 
 def _check_layout(arrays: list[Any], group: ProcessGroup, what: str) -> None:
     """Every rank must pack the same arrays: compare shapes and dtypes once (small)."""
-    from .objects import all_gather_object
+    from ..communication.objects import all_gather_object
 
     signature = [(tuple(a.shape), a.dtype.str) for a in arrays]
     everyone: list[Any] = [None] * group.size()

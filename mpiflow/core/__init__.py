@@ -1,0 +1,11 @@
+"""The pure core: values and helpers every layer uses, with no MPI and no side effects.
+
+- :mod:`.reduce_op`: :class:`ReduceOp` and which dtypes each op accepts.
+- :mod:`.array_module`: numpy or CuPy, told apart without importing CuPy.
+- :mod:`.buffers`: what users pass to communication functions, as arrays sharing its memory.
+- :mod:`.torch_arrays`: torch tensors as numpy/CuPy arrays (torch is never imported here).
+- :mod:`.steps`: the write-back steps that finish an operation.
+- :mod:`.message_size`: the error for a message whose size ranks disagree on.
+
+Nothing here imports ``mpi4py``: an import-linter contract (``setup.cfg``) checks it.
+"""
