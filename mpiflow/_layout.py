@@ -19,7 +19,7 @@ from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape
 from .core.array_module import array_module
-from .distributed import all_gather_object
+from .communication.objects import all_gather_object
 from .placement import Placement
 from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
 

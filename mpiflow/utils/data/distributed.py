@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sized
 
 import numpy
 
-from ... import env
+from ..._runtime import topology
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -49,9 +49,9 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset: Sized, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None:
-            num_replicas = env.get_world_size()
+            num_replicas = topology.size
         if rank is None:
-            rank = env.get_rank()
+            rank = topology.rank
         if num_replicas <= 0:
             raise ValueError(f"num_replicas should be a positive integer, got {num_replicas}")
         if rank >= num_replicas or rank < 0:
