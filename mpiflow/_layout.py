@@ -2,7 +2,8 @@
 
 Every conversion that moves data is a redistribution (:mod:`mpiflow.boxing`) from a source
 layout to a target one; a local tensor becomes global by describing what its data already is
-(a shard of the target layout, or, for broadcast axes, the data of the first rank).
+(a shard of the target layout, or, for broadcast axes, the data of the first rank). They are
+the Tensor methods ``to_global``, ``to_local`` and ``numpy`` (bound at the end).
 """
 
 from __future__ import annotations
@@ -12,24 +13,28 @@ from typing import Any
 
 import numpy
 
+from ._graph import record
 from ._runtime import topology
-from ._tensor import Tensor
-from .autograd.graph import record
+from ._tensor import Tensor, bind, to_host
 from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape
-from .core.array_module import array_module
 from .communication.objects import all_gather_object
+from .core.array_module import array_module
+from .creation import zeros_like
 from .placement import Placement
 from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
 
-__all__ = ["gather_value", "infer_global_shape", "to_global", "to_local"]
+__all__ = ["gather_value", "infer_global_shape", "to_global", "to_local", "to_numpy"]
 
 _B = Broadcast()
 
 
 def to_local(t: Tensor) -> Tensor:
-    """This rank's shard of the global tensor ``t``, sharing its memory."""
+    """This rank's shard of a global tensor (empty on a rank outside the placement), sharing
+    its memory."""
+    if t._placement is None:
+        raise RuntimeError("Expected global tensor for to_local but got local tensor!")
     return record("to_local", _to_local_grad, [t], {"layout": (t.placement, t.sbp)},
                   Tensor(t._data))
 
@@ -37,6 +42,17 @@ def to_local(t: Tensor) -> Tensor:
 def _to_local_grad(g: Tensor, operands: Any, out: Tensor, *, layout: Any) -> tuple[Tensor]:
     """Each rank's local gradient is its shard of the global gradient, in the same layout."""
     return (Tensor(g._data, layout[0], layout[1], operands[0].shape),)
+
+
+def to_numpy(t: Tensor) -> numpy.ndarray:
+    """The whole value as a numpy array (the method ``Tensor.numpy``).
+
+    Local: shares memory with the tensor. Global: collective (every rank must call it);
+    partial layouts come back reduced, and every rank gets the whole logical value.
+    """
+    if t._placement is None:
+        return to_host(t._data)
+    return to_host(gather_value(t))
 
 
 def gather_value(t: Tensor) -> Any:
@@ -157,9 +173,29 @@ def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ..
     return Tensor(out, placement, sbp, shape)
 
 
-def to_global(t: Tensor, placement: Placement | None, sbp: Any, *, grad_sbp: Any = None,
-              check_meta: bool = True, shape: Any = None) -> Tensor:
-    """Make ``t`` global, or redistribute it; see :meth:`Tensor.to_global`."""
+def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
+              grad_sbp: Any = None, check_meta: bool = True, shape: Any = None) -> Tensor:
+    """Make a global tensor, or redistribute one (collective: every rank calls it).
+
+    Args:
+        t: the tensor, local or global.
+        placement: the target placement (default: keep).
+        sbp: the target layout, one per mesh axis or one for a 1-D placement (default: keep).
+        grad_sbp: layout the gradient is converted to in backward (autograd).
+        check_meta: on a local tensor, gather shapes and dtypes and check they fit the
+            layout (one small collective); False trusts the caller: with ``shape`` the
+            logical shape is that, without it all local shapes are taken as equal.
+        shape: on a local tensor, the logical shape, when known (no communication is
+            needed with ``check_meta=False``; with True it is checked).
+
+    Returns:
+        The global tensor (``t`` when nothing changes).
+
+    Examples:
+        >>> x = flow.randn(2, 5).to_global(flow.placement("cpu", [0, 1]), flow.sbp.split(0))
+        >>> x.shape    # on 2 ranks
+        mpiflow.Size([4, 5])
+    """
     if placement is not None and not isinstance(placement, Placement):
         raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
     if t._placement is None:
@@ -201,8 +237,6 @@ def _local_grad(g: Tensor, operands: Any, out: Tensor, *, placement: Placement,
                 sbp: tuple[SbpParallel, ...], grad_sbp: Any) -> tuple[Tensor]:
     """Backward of local -> global: S stays S, P takes B, and B takes P from B (the ranks whose
     data was used get the gradient, the others zero); then each rank keeps its shard."""
-    from .creation import zeros_like
-
     local = operands[0]
     if grad_sbp is not None:
         g = g.to_global(placement, grad_sbp)
@@ -218,3 +252,6 @@ def _local_grad(g: Tensor, operands: Any, out: Tensor, *, placement: Placement,
 
 def is_partial(sbp: Sequence[SbpParallel]) -> bool:
     return any(isinstance(s, Partial) for s in sbp)
+
+
+bind({"numpy": to_numpy, "to_global": to_global, "to_local": to_local})

@@ -33,11 +33,10 @@ import numpy
 
 from . import dtypes as _dtypes
 from ._runtime import topology
-from ._tensor import Tensor
+from ._tensor import Tensor, bind
 from .boxing.shards import check_shape, shard_slices
 from .core.array_module import array_module
 from .creation import _check_device, _layout, _size
-from .ops.methods import bind
 from .placement import Placement
 from .sbp import Partial, SbpParallel
 
@@ -551,5 +550,4 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *,
     return _fill_(t, "normal_", _normal_fill(mean, std), generator)
 
 
-bind("uniform_", uniform_)
-bind("normal_", normal_)
+bind({"uniform_": uniform_, "normal_": normal_})

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy
 
+from .._graph import record
 from .._runtime import topology
 from .._tensor import Tensor
-from ..autograd.graph import record
 from ..boxing.plan import Layout, conversion_cost
 from ..boxing.shards import local_shape
 from ..core.array_module import array_module

@@ -43,16 +43,15 @@ from typing import Any
 
 import numpy
 
+from .._graph import is_grad_enabled, rebind_inplace, record
 from .._runtime import topology
-from .._tensor import Tensor
-from ..autograd.graph import is_grad_enabled, rebind_inplace, record
+from .._tensor import Tensor, bind
 from ..boxing.execute import redistribute
 from ..boxing.plan import Layout
 from ..boxing.shards import fill_op, shard_bounds
 from ..core.array_module import array_module, is_array
 from ..sbp import Partial, Split, partial_max, partial_min, partial_sum
 from .engine import B, Context, OpDef, Signature, apply
-from .methods import bind
 
 __all__ = ["getitem", "setitem"]
 
@@ -439,5 +438,4 @@ def _setitem_grad(g: Tensor, operands: Any, out: Tensor, *, index: tuple[Any, ..
     return rest, reshape(sum_to(region, fitted), tuple(value.shape))
 
 
-bind("__getitem__", getitem)
-bind("__setitem__", setitem)
+bind({"__getitem__": getitem, "__setitem__": setitem})

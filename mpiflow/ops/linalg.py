@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
+from .._tensor import Tensor, bind
 from ..sbp import Partial, SbpParallel, Split
 from . import pointwise as pw
 from . import reduction as red
 from .engine import B, Context, OpDef, Signature, apply
-from .methods import bind
 
 __all__ = ["matmul", "mm", "bmm", "dot", "mv", "outer", "norm"]
 
@@ -275,7 +274,10 @@ def norm(input: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None,
     return pw.pow(red.sum(pw.pow(magnitude, p), dim, keepdim), 1.0 / p)
 
 
-for _name in __all__:
-    bind(_name, globals()[_name])
-bind("__matmul__", matmul)
-bind("__rmatmul__", lambda self, other: matmul(_tensor(other, self), self))
+def _rmatmul(self: Tensor, other: Any) -> Tensor:
+    """``other @ self`` for an ``other`` that is not a Tensor (a nested list, an array)."""
+    return matmul(_tensor(other, self), self)
+
+
+bind({_name: globals()[_name] for _name in __all__}
+     | {"__matmul__": matmul, "__rmatmul__": _rmatmul})

@@ -1,7 +1,8 @@
-"""Tensor operators and methods, bound to the functions of :mod:`mpiflow.ops`.
+"""Tensor operators and methods, bound to the functions of :mod:`mpiflow.ops.pointwise`.
 
 Kept apart from the Tensor class so that the class stays about data and layout, and every op
-has one definition that serves ``mpiflow.exp(x)`` and ``x.exp()`` alike.
+has one definition that serves ``mpiflow.exp(x)`` and ``x.exp()`` alike. The other ops modules
+bind their own methods the same way (:func:`mpiflow._tensor.bind`).
 """
 
 from __future__ import annotations
@@ -9,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor
+from .._tensor import Tensor, bind
 from . import pointwise as pw
 
-__all__ = ["bind", "install"]
+__all__ = ["METHODS"]
 
 
 def _reflected(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
     def method(self: Tensor, other: Any) -> Tensor:
         return fn(other, self)  # the engine takes numbers in any operand position
 
+    method.__name__ = method.__qualname__ = f"r{fn.__name__}"
     return method
 
 
@@ -26,49 +28,44 @@ def _inplace(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor
     def method(self: Tensor, other: Any) -> Tensor:
         return pw.assign_(self, fn(self, other))
 
+    method.__name__ = method.__qualname__ = f"{fn.__name__}_"
     return method
 
 
-def bind(name: str, fn: Callable[..., Any]) -> None:
-    """Make ``fn(tensor, ...)`` available as the method ``tensor.name(...)``."""
-    setattr(Tensor, name, fn)
+def _invert(self: Tensor) -> Tensor:
+    """``~self``: logical not of a bool tensor, bitwise not of an integer one."""
+    return pw.logical_not(self) if self.dtype.name == "bool" else pw.bitwise_not(self)
 
 
-def install() -> None:
-    """Attach the elementwise operators and methods to :class:`Tensor`."""
-    operators = {
-        "__add__": pw.add, "__sub__": pw.sub, "__mul__": pw.mul, "__truediv__": pw.div,
-        "__floordiv__": pw.floor_divide, "__mod__": pw.remainder, "__pow__": pw.pow,
-        "__and__": pw.bitwise_and, "__or__": pw.bitwise_or, "__xor__": pw.bitwise_xor,
-        "__eq__": pw.eq, "__ne__": pw.ne, "__lt__": pw.lt, "__le__": pw.le, "__gt__": pw.gt,
-        "__ge__": pw.ge,
-    }
-    for name, fn in operators.items():
-        bind(name, fn)
-    for name, fn in {"__radd__": pw.add, "__rsub__": pw.sub, "__rmul__": pw.mul,
-                     "__rtruediv__": pw.div, "__rfloordiv__": pw.floor_divide,
-                     "__rmod__": pw.remainder, "__rpow__": pw.pow, "__rand__": pw.bitwise_and,
-                     "__ror__": pw.bitwise_or, "__rxor__": pw.bitwise_xor}.items():
-        bind(name, _reflected(fn))
-    for name, fn in {"__iadd__": pw.add, "__isub__": pw.sub, "__imul__": pw.mul,
-                     "__itruediv__": pw.div, "__ipow__": pw.pow}.items():
-        bind(name, _inplace(fn))
-    bind("__neg__", pw.neg)
-    bind("__abs__", pw.abs)
-    bind("__invert__", lambda self: pw.logical_not(self) if self.dtype.name == "bool"
-         else pw.bitwise_not(self))
-    bind("__pos__", lambda self: self)
-    methods = [n for n in pw.__all__ if n not in ("assign_", "fill_", "zero_", "cast", "to",
-                                                  "clone", "expand")]
-    for name in methods:
-        bind(name, getattr(pw, name))
-    bind("expand", pw.expand)
-    for name in ("add", "sub", "mul", "div"):
-        bind(f"{name}_", _inplace(getattr(pw, name)))
-    bind("clamp_", lambda self, min=None, max=None: pw.assign_(self, pw.clamp(self, min, max)))
-    bind("copy_", pw.assign_)
-    bind("fill_", pw.fill_)
-    bind("zero_", pw.zero_)
-    bind("multiply", pw.mul)
-    bind("subtract", pw.sub)
-    bind("divide", pw.div)
+def _pos(self: Tensor) -> Tensor:
+    """``+self``: self."""
+    return self
+
+
+def _clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Clamp in place to ``[min, max]``; returns self."""
+    return pw.assign_(self, pw.clamp(self, min, max))
+
+
+_OPERATORS = {
+    "add": pw.add, "sub": pw.sub, "mul": pw.mul, "truediv": pw.div, "floordiv": pw.floor_divide,
+    "mod": pw.remainder, "pow": pw.pow, "and": pw.bitwise_and, "or": pw.bitwise_or,
+    "xor": pw.bitwise_xor,
+}
+_COMPARISONS = {"eq": pw.eq, "ne": pw.ne, "lt": pw.lt, "le": pw.le, "gt": pw.gt, "ge": pw.ge}
+_NOT_METHODS = ("assign_", "fill_", "zero_", "cast")  # functions only, or bound by other names
+
+#: The bind table of this module: method name -> function.
+METHODS: dict[str, Callable[..., Any]] = {
+    **{f"__{name}__": fn for name, fn in (_OPERATORS | _COMPARISONS).items()},
+    **{f"__r{name}__": _reflected(fn) for name, fn in _OPERATORS.items()},
+    **{f"__i{name}__": _inplace(_OPERATORS[name])
+       for name in ("add", "sub", "mul", "truediv", "pow")},
+    "__neg__": pw.neg, "__abs__": pw.abs, "__invert__": _invert, "__pos__": _pos,
+    **{name: getattr(pw, name) for name in pw.__all__ if name not in _NOT_METHODS},
+    **{f"{name}_": _inplace(getattr(pw, name)) for name in ("add", "sub", "mul", "div")},
+    "clamp_": _clamp_, "copy_": pw.assign_, "fill_": pw.fill_, "zero_": pw.zero_,
+    "multiply": pw.mul, "subtract": pw.sub, "divide": pw.div,
+}
+
+bind(METHODS)

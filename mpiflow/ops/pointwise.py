@@ -9,8 +9,8 @@ import numpy
 
 from .. import cuda
 from .. import dtypes as _dtypes
+from .._graph import is_grad_enabled, rebind_inplace, record
 from .._tensor import Tensor
-from ..autograd.graph import is_grad_enabled, rebind_inplace, record
 from ..boxing.execute import redistribute
 from ..boxing.plan import Layout
 from ..placement import Placement

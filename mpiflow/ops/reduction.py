@@ -24,13 +24,12 @@ from typing import Any, NamedTuple
 
 import numpy
 
-from .._tensor import Tensor
+from .._tensor import Tensor, bind
 from ..communication import ReduceOp
 from ..dtypes import as_dtype
 from ..sbp import Partial, Split
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
-from .methods import bind
 
 __all__ = [
     "MaxResult", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
@@ -743,5 +742,4 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
                  out=_numpy_dtype(dtype))
 
 
-for _name in __all__[1:]:
-    bind(_name, globals()[_name])
+bind({_name: globals()[_name] for _name in __all__[1:]})

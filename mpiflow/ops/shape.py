@@ -34,10 +34,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .._tensor import Tensor
+from .._tensor import Tensor, bind
 from ..sbp import Split, balanced_bounds, partial_max, partial_min, partial_sum
 from .engine import B, Context, OpDef, Signature, apply
-from .methods import bind
 
 __all__ = [
     "reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
@@ -600,7 +599,7 @@ def contiguous(input: Tensor) -> Tensor:
     return input
 
 
-for _name in ("reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
-              "unsqueeze", "split", "chunk", "flip", "contiguous"):
-    bind(_name, globals()[_name])
-setattr(Tensor, "T", property(_reversed_dims))  # noqa: B010 - a property, not a method
+bind({"reshape": reshape, "view": view, "flatten": flatten, "transpose": transpose,
+      "swapaxes": swapaxes, "permute": permute, "t": t, "squeeze": squeeze,
+      "unsqueeze": unsqueeze, "split": split, "chunk": chunk, "flip": flip,
+      "contiguous": contiguous, "T": property(_reversed_dims)})
