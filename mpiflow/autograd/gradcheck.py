@@ -15,6 +15,9 @@ from typing import Any
 import numpy
 
 from .._tensor import Tensor
+from ..creation import tensor
+from ..ops import pointwise as pw
+from ..sbp import Broadcast
 from .graph import no_grad
 
 __all__ = ["GradcheckError", "gradcheck"]
@@ -26,10 +29,8 @@ class GradcheckError(RuntimeError):
 
 def _float64_leaf(t: Tensor) -> Tensor:
     """A float64 copy of ``t`` (same layout) that is a leaf with ``t``'s ``requires_grad``."""
-    from ..ops import pointwise as pw
-
     with no_grad():
-        copy = pw.cast(pw.clone(t.detach()), "float64")
+        copy = pw.cast(t.detach().clone(), "float64")
     return Tensor(copy._data, copy._placement, copy._sbp, copy.shape,
                   requires_grad=t.requires_grad)
 
@@ -37,14 +38,11 @@ def _float64_leaf(t: Tensor) -> Tensor:
 def _rebuilt(like: Tensor, value: numpy.ndarray, sbp: Any = None) -> Tensor:
     """A tensor holding the whole ``value``, laid out as ``like`` or by ``sbp`` (no
     communication)."""
-    from ..creation import tensor
-    from ..ops.shape import reshape
-
     if not like.is_global:
         return tensor(value)
     sbp = like.sbp if sbp is None else sbp
     if value.ndim == 0:  # built as one element: a 0-d value would get a (1,) shard
-        return reshape(tensor(value.reshape(1), placement=like.placement, sbp=sbp), ())
+        return tensor(value.reshape(1), placement=like.placement, sbp=sbp).reshape(())
     return tensor(value, placement=like.placement, sbp=sbp)
 
 
@@ -126,25 +124,20 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
 
 def _backward(fn: Callable[..., Any], args: Sequence[Any], seed: int) -> list[numpy.ndarray]:
     """Run ``sum(fn(*args) * weights).backward()``; returns the weights of the outputs."""
-    from ..ops.pointwise import add, mul
-    from ..ops.reduction import sum as reduce_sum
-
     outputs = _outputs(fn(*args))
     weights = _weights(outputs, seed)
-    terms = [reduce_sum(mul(t, _weights_like(t, w)))
+    terms = [(t * _weights_like(t, w)).sum()
              for t, w in zip(outputs, weights) if t.requires_grad]
     if terms:
         loss = terms[0]
         for term in terms[1:]:
-            loss = add(loss, term)
+            loss = loss + term
         loss.backward()
     return weights
 
 
 def _weights_like(t: Tensor, w: numpy.ndarray) -> Tensor:
     """The weights as a tensor beside ``t``: local, or global and broadcast on its placement."""
-    from ..sbp import Broadcast
-
     return _rebuilt(t, w, (Broadcast(),) * t.placement.ndim if t.is_global else None)
 
 

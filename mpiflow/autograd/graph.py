@@ -83,7 +83,7 @@ def _accumulate(leaf: Tensor, grad: Tensor) -> None:
     grad = pw.cast(grad, leaf.dtype)
     grad = _run_hooks(leaf, grad)
     if leaf.grad is None:
-        leaf.grad = pw.clone(grad)  # gradients may be shared between operands: own the memory
+        leaf.grad = grad.clone()  # gradients may be shared between operands: own the memory
     else:
         leaf.grad._data += grad._data
     for hook in getattr(leaf, "_post_hooks", None) or ():

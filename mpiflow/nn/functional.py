@@ -26,25 +26,16 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..creation import arange
-from ..ops.linalg import matmul
 from ..ops.pointwise import (
     abs,
-    add,
     assign_,
     clamp,
-    div,
-    eq,
     exp,
-    ge,
-    gt,
     log,
     log1p,
     logical_and,
-    mul,
-    ne,
     rsqrt,
     sigmoid,
-    sub,
     tanh,
     where,
 )
@@ -111,8 +102,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         >>> F.linear(flow.ones(2, 3), flow.ones(4, 3)).shape
         mpiflow.Size([2, 4])
     """
-    out = matmul(input, t(weight))
-    return out if bias is None else add(out, bias)
+    out = input @ t(weight)
+    return out if bias is None else out + bias
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
@@ -143,8 +134,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
             noise = rand(tuple(input.shape), dtype=dtype, placement=input.placement, sbp=sbp)
         else:
             noise = rand(tuple(input.shape), dtype=dtype)
-        scale = mul(ge(noise, p).to(dtype), 1.0 / (1.0 - p)) if p < 1.0 else mul(noise, 0.0)
-    out = mul(input, scale)
+        scale = (noise >= p).to(dtype) * (1.0 / (1.0 - p)) if p < 1.0 else noise * 0.0
+    out = input * scale
     if inplace:
         return assign_(input, out)
     return out
@@ -189,13 +180,13 @@ def layer_norm(input: Tensor, normalized_shape: int | tuple[int, ...] | list[int
                            f"[*, {', '.join(map(str, shape))}], but got input of size "
                            f"{list(input.shape)}")
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    centered = sub(input, mean(input, dims, keepdim=True))
-    variance = mean(mul(centered, centered), dims, keepdim=True)
-    out = mul(centered, rsqrt(add(variance, eps)))
+    centered = input - mean(input, dims, keepdim=True)
+    variance = mean(centered * centered, dims, keepdim=True)
+    out = centered * rsqrt(variance + eps)
     if weight is not None:
-        out = mul(out, weight)
+        out = out * weight
     if bias is not None:
-        out = add(out, bias)
+        out = out + bias
     return out
 
 
@@ -210,7 +201,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise TypeError("one_hot is only applicable to index tensor")
     if num_classes == -1:
         num_classes = int(amax(tensor).item()) + 1 if tensor.numel() else 0
-    return eq(unsqueeze(tensor, -1), _classes(tensor, num_classes)).to(_dtypes.int64)
+    return (unsqueeze(tensor, -1) == _classes(tensor, num_classes)).to(_dtypes.int64)
 
 
 # -- activations ---------------------------------------------------------------------------------
@@ -226,20 +217,19 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         return _gelu_erf(input)
     if approximate != "tanh":
         raise ValueError(f"approximate argument must be either none or tanh, got {approximate}")
-    inner = mul(add(input, mul(mul(mul(input, input), input), 0.044715)),
-                math.sqrt(2.0 / math.pi))
-    return mul(mul(input, 0.5), add(tanh(inner), 1.0))
+    inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+    return input * 0.5 * (tanh(inner) + 1.0)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    out = mul(input, sigmoid(input))
+    out = input * sigmoid(input)
     return assign_(input, out) if inplace else out
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` where positive, else ``negative_slope * x``."""
-    out = where(gt(input, 0), input, mul(input, negative_slope))
+    out = where(input > 0, input, input * negative_slope)
     return assign_(input, out) if inplace else out
 
 
@@ -272,8 +262,8 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         5.0
     """
     _check_reduction(reduction)
-    diff = sub(input, target)
-    return _reduce(mul(diff, diff), reduction)
+    diff = input - target
+    return _reduce(diff * diff, reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -284,7 +274,7 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         2.0
     """
     _check_reduction(reduction)
-    return _reduce(abs(sub(input, target)), reduction)
+    return _reduce(abs(input - target), reduction)
 
 
 def _batched(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, bool]:
@@ -322,23 +312,23 @@ def _nll_parts(input: Tensor, target: Tensor, weight: Tensor | None, ignore_inde
     view[1] = num_classes
     classes = reshape(_classes(target, num_classes), *view)
     picked_target = unsqueeze(target, 1)
-    mask = eq(picked_target, classes)
+    mask = picked_target == classes
     if 0 <= ignore_index < num_classes:
-        mask = logical_and(mask, ne(picked_target, ignore_index))
+        mask = logical_and(mask, picked_target != ignore_index)
     picked = sum(where(mask, input, 0.0), 1)
     if weight is None:
         with no_grad():
             chosen = sum(mask.to(input.dtype), 1)
-        return mul(picked, -1.0), chosen
+        return picked * -1.0, chosen
     with no_grad():
         chosen = sum(where(mask, reshape(_broadcast_like(weight, input), *view), 0.0), 1)
-    return mul(mul(picked, chosen), -1.0), chosen
+    return picked * chosen * -1.0, chosen
 
 
 def _weighted_mean(loss: Tensor, chosen: Tensor) -> Tensor:
     """``sum(loss) / sum(weights of the used targets)``: NaN when every target is ignored."""
     with numpy.errstate(divide="ignore", invalid="ignore"):
-        return div(sum(loss), sum(chosen))
+        return sum(loss) / sum(chosen)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -400,20 +390,19 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                              f"{list(input.shape)}, got {list(target.shape)}")
         probs = batched_target
         if label_smoothing > 0:
-            probs = add(mul(probs, 1.0 - label_smoothing), label_smoothing / num_classes)
-        term = mul(logp, probs)
+            probs = probs * (1.0 - label_smoothing) + label_smoothing / num_classes
+        term = logp * probs
         if class_weight is not None:
-            term = mul(term, class_weight)
-        loss = mul(sum(term, 1), -1.0)
+            term = term * class_weight
+        loss = sum(term, 1) * -1.0
         return squeeze(loss, 0) if unbatched and reduction == "none" else \
             _reduce(loss, reduction)
     _check_targets(batched_input, batched_target, ignore_index)
     loss, chosen = _nll_parts(logp, batched_target, weight, ignore_index)
     if label_smoothing > 0:
-        smooth = logp if class_weight is None else mul(logp, class_weight)
-        smooth = where(ne(batched_target, ignore_index), mul(sum(smooth, 1), -1.0), 0.0)
-        loss = add(mul(loss, 1.0 - label_smoothing),
-                   mul(smooth, label_smoothing / num_classes))
+        smooth = logp if class_weight is None else logp * class_weight
+        smooth = where(batched_target != ignore_index, sum(smooth, 1) * -1.0, 0.0)
+        loss = loss * (1.0 - label_smoothing) + smooth * (label_smoothing / num_classes)
     if reduction == "mean":
         return _weighted_mean(loss, chosen)
     if reduction == "sum":
@@ -444,13 +433,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
-    log_sigmoid = mul(add(_relu(mul(input, -1.0)), log1p(exp(mul(abs(input), -1.0)))), -1.0)
+    log_sigmoid = (_relu(input * -1.0) + log1p(exp(abs(input) * -1.0))) * -1.0
     if pos_weight is not None:
-        log_weight = add(mul(sub(_broadcast_like(pos_weight, input), 1.0), target), 1.0)
-        log_sigmoid = mul(log_sigmoid, log_weight)
-    loss = sub(mul(sub(1.0, target), input), log_sigmoid)
+        log_weight = (_broadcast_like(pos_weight, input) - 1.0) * target + 1.0
+        log_sigmoid = log_sigmoid * log_weight
+    loss = (1.0 - target) * input - log_sigmoid
     if weight is not None:
-        loss = mul(loss, _broadcast_like(weight, input))
+        loss = loss * _broadcast_like(weight, input)
     return _reduce(loss, reduction)
 
 
@@ -469,8 +458,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          "have the same size.")
     with numpy.errstate(divide="ignore"):
         log_p = clamp(log(input), min=-100.0)
-        log_q = clamp(log(sub(1.0, input)), min=-100.0)
-    loss = mul(add(mul(target, log_p), mul(sub(1.0, target), log_q)), -1.0)
+        log_q = clamp(log(1.0 - input), min=-100.0)
+    loss = (target * log_p + (1.0 - target) * log_q) * -1.0
     if weight is not None:
-        loss = mul(loss, _broadcast_like(weight, input))
+        loss = loss * _broadcast_like(weight, input)
     return _reduce(loss, reduction)

@@ -14,7 +14,6 @@ from typing import Any
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..creation import zeros_like
-from ..ops import pointwise as pw
 from .optimizer import Optimizer, Params
 
 __all__ = ["Adam", "AdamW"]
@@ -86,28 +85,26 @@ class Adam(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    g = pw.neg(p.grad) if group["maximize"] else p.grad
+                    g = -p.grad if group["maximize"] else p.grad
                     state = self._state(p, amsgrad)
                     state["step"] += 1
                     step = state["step"]
                     if self._decoupled:
-                        pw.assign_(p, pw.mul(p, 1.0 - lr * wd))
+                        p *= 1.0 - lr * wd
                     elif wd != 0:
-                        g = pw.add(g, pw.mul(p, wd))
+                        g = g + p * wd  # not +=: g may be p.grad itself
                     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                     # lerp(m, g, 1 - beta1) = m + (1 - beta1) * (g - m), as PyTorch's lerp_
-                    pw.assign_(exp_avg, pw.add(exp_avg, pw.mul(pw.sub(g, exp_avg), 1.0 - beta1)))
-                    pw.assign_(exp_avg_sq, pw.add(pw.mul(exp_avg_sq, beta2),
-                                                  pw.mul(pw.mul(g, g), 1.0 - beta2)))
+                    exp_avg += (g - exp_avg) * (1.0 - beta1)
+                    exp_avg_sq.copy_(exp_avg_sq * beta2 + g * g * (1.0 - beta2))
                     step_size = lr / (1.0 - beta1 ** step)
                     bias_correction2_sqrt = math.sqrt(1.0 - beta2 ** step)
                     second = exp_avg_sq
                     if amsgrad:
-                        second = pw.assign_(state["max_exp_avg_sq"],
-                                            pw.maximum(state["max_exp_avg_sq"], exp_avg_sq))
-                    denom = pw.add(pw.div(pw.sqrt(second), bias_correction2_sqrt),
-                                   group["eps"])
-                    pw.assign_(p, pw.sub(p, pw.mul(pw.div(exp_avg, denom), step_size)))
+                        max_exp_avg_sq = state["max_exp_avg_sq"]
+                        second = max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
+                    denom = second.sqrt() / bias_correction2_sqrt + group["eps"]
+                    p -= exp_avg / denom * step_size
         return loss
 
 

@@ -23,7 +23,6 @@ from typing import Any
 from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
 from ..nn.modules._convert import value_like
-from ..ops import pointwise as pw
 
 __all__ = ["Optimizer", "required"]
 
@@ -112,7 +111,7 @@ class Optimizer:
                     p.grad = None
                 else:
                     with no_grad():
-                        pw.zero_(p.grad)
+                        p.grad.zero_()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update the parameters once; ``closure`` re-evaluates the loss and returns it."""

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..autograd import no_grad
-from ..ops import pointwise as pw
 from .optimizer import Optimizer, Params
 
 __all__ = ["SGD"]
@@ -65,17 +64,16 @@ class SGD(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    g = pw.neg(p.grad) if group["maximize"] else p.grad
+                    g = -p.grad if group["maximize"] else p.grad
                     if group["weight_decay"] != 0:
-                        g = pw.add(g, pw.mul(p, group["weight_decay"]))
+                        g = g + p * group["weight_decay"]  # not +=: g may be p.grad itself
                     if momentum != 0:
                         state = self.state.setdefault(p, {})
                         buf = state.get("momentum_buffer")
                         if buf is None:
-                            buf = state["momentum_buffer"] = pw.clone(g)
+                            buf = state["momentum_buffer"] = g.clone()
                         else:
-                            pw.assign_(buf, pw.add(pw.mul(buf, momentum),
-                                                   pw.mul(g, 1.0 - dampening)))
-                        g = pw.add(g, pw.mul(buf, momentum)) if group["nesterov"] else buf
-                    pw.assign_(p, pw.sub(p, pw.mul(g, group["lr"])))
+                            buf.copy_(buf * momentum + g * (1.0 - dampening))
+                        g = g + buf * momentum if group["nesterov"] else buf
+                    p -= g * group["lr"]
         return loss

@@ -56,7 +56,7 @@ def copy_into(target: Tensor, value: Any) -> None:
     """Write ``value`` into ``target`` in place, outside autograd (layouts as
     :func:`value_like`), keeping ``target`` the same object."""
     with no_grad():
-        _pw.assign_(target, value_like(target, value))
+        target.copy_(value_like(target, value))
 
 
 def check_value(key: str, target: Tensor, value: Any) -> str | None:

@@ -24,7 +24,6 @@ import numpy
 from ... import dtypes as _dtypes
 from ..._tensor import Tensor
 from ...autograd import no_grad
-from ...ops import pointwise as _pw
 from ...placement import Placement
 from ...sbp import Broadcast, SbpParallel
 from ._convert import check_value, copy_into, globalize, swap
@@ -355,7 +354,7 @@ class Module:
                 param.grad = None
             else:
                 with no_grad():
-                    _pw.zero_(param.grad)
+                    param.grad.zero_()
 
     # -- calling -----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
@@ -523,7 +522,7 @@ class Module:
 
         def convert(_: str, t: Tensor) -> Tensor:
             floating = t.dtype.numpy.kind in "fc"
-            return _pw.to(t, device=device, dtype=dtype if floating else None)
+            return t.to(device=device, dtype=dtype if floating else None)
 
         self._convert(convert)
         return self
