@@ -179,5 +179,6 @@ def ring(send: Callable[[int], None], recv: Callable[[int], None]) -> None:
         send(nxt)
 
 
-needs_two = pytest.mark.skipif(WORLD < 2, reason="needs at least 2 ranks")
-needs_three = pytest.mark.skipif(WORLD < 3, reason="needs at least 3 ranks")
+# MPI tests that need at least 2 or 3 ranks (pytest-mpi skips them, with the reason, below that)
+needs_two = pytest.mark.mpi(min_size=2)
+needs_three = pytest.mark.mpi(min_size=3)

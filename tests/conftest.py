@@ -1,8 +1,15 @@
 """Test session set-up shared by every rank count.
 
-The suite runs as ``mpiexec -n N python -m pytest --with-mpi``: every rank runs every test. Only
-rank 0 reports to the terminal; a failure on any other rank is written to stderr, tagged with
-its rank, so nothing is hidden.
+A test that communicates (a collective, another rank's data, a global tensor, the world
+communicator) is marked ``mpi`` (pytest-mpi), with ``mpi(min_size=N)`` when it needs N ranks
+(pytest-mpi skips it, saying so, below that); every other test is a pure single-process test.
+scripts/test runs the whole suite once at 1 rank (``mpiexec -n 1 python -m pytest --with-mpi``)
+and only the ``mpi`` tests at 2, 3 and 4 ranks (``--only-mpi``; with pytest-mpi 0.6,
+``--with-mpi`` runs every test whatever else is given, so the two are never combined). Whatever
+the options, at more than one rank a test runs only if it is marked ``mpi`` and not
+``single_process`` (which marks the few tests of ``mpi`` modules that start their own mpiexec
+jobs). Every rank of a job runs the same tests; only rank 0 reports to the terminal; a failure
+on any other rank is written to stderr, tagged with its rank, so nothing is hidden.
 """
 
 from __future__ import annotations
@@ -26,10 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    skip = pytest.mark.skip(reason="starts its own mpiexec jobs: runs in the 1-rank session only")
+    if SIZE == 1:
+        return
+    pure = pytest.mark.skip(reason="a pure single-process test: runs in the 1-rank session only")
+    jobs = pytest.mark.skip(reason="starts its own mpiexec jobs: runs in the 1-rank session only")
     for item in items:
-        if SIZE > 1 and "single_process" in item.keywords:
-            item.add_marker(skip)
+        if item.get_closest_marker("mpi") is None:
+            item.add_marker(pure)
+        elif item.get_closest_marker("single_process") is not None:
+            item.add_marker(jobs)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -101,6 +101,7 @@ def test_backward_on_a_leaf() -> None:
     assert x.grad.item() == 1.0
 
 
+@pytest.mark.mpi
 def test_global_explicit_gradient_and_accumulation() -> None:
     full = numpy.arange(ODD * 2, dtype=numpy.float64).reshape(ODD, 2)
     x = flow.tensor(full, placement=ALL, sbp=S0, requires_grad=True)

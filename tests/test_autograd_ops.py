@@ -253,13 +253,14 @@ def check_global(name: str, sbp: Any, placement: flow.placement = ALL) -> None:
 GLOBAL_SKIP = {"tensor-index"}  # a local index tensor of a global input: covered by "repeated"
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, B, P], ids=str)
 @pytest.mark.parametrize("name", [n for n in CASES if n not in GLOBAL_SKIP])
 def test_global_matches_local(name: str, sbp: Any) -> None:
     check_global(name, sbp)
 
 
-@pytest.mark.skipif(SIZE != 4, reason="the 2x2 mesh needs 4 ranks")
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("sbp", [(S0, S1), (B, S0), (P, S1), (S1, P)], ids=str)
 @pytest.mark.parametrize("name", ["mul-row", "sum0", "softmax1", "max0", "matmul", "batched",
                                   "reshape", "cat1", "split", "repeated", "step", "setitem"])
@@ -267,6 +268,7 @@ def test_global_2d_mesh(name: str, sbp: Any) -> None:
     check_global(name, sbp, flow.placement("cpu", [[0, 1], [2, 3]]))
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, P], ids=str)
 @pytest.mark.parametrize("name", ["div-row", "prod0", "amax0", "max0", "logsumexp1", "cumsum0",
                                   "matmul", "cat0", "chunk", "repeated-pairs", "setitem"])
@@ -327,6 +329,7 @@ def test_setitem_into_a_constant_and_leaf_error() -> None:
     assert leaf.tolist() == [1.0, 0.0, 0.0]
 
 
+@pytest.mark.mpi
 def test_setitem_global_value_and_target() -> None:
     full = numpy.arange(ODD * 3, dtype=numpy.float64).reshape(ODD, 3)
     a = flow.tensor(full, placement=ALL, sbp=S0, requires_grad=True)
@@ -357,6 +360,7 @@ def test_integer_outputs_have_no_gradient() -> None:
 
 
 # -- the global facts of REFERENCE.md ("Autograd with global tensors") -------------------------
+@pytest.mark.mpi
 def test_data_parallel_weight_gradient_is_broadcast_full_batch() -> None:
     rng = numpy.random.default_rng(3)
     xv, wv = rng.standard_normal((ODD, 3)), rng.standard_normal((3, 2))
@@ -373,6 +377,7 @@ def _local_rows() -> numpy.ndarray:
     return numpy.arange(6, dtype=numpy.float64).reshape(2, 3) + 10 * RANK
 
 
+@pytest.mark.mpi
 def test_local_to_global_split_gives_each_rank_its_shard() -> None:
     x = flow.tensor(_local_rows(), requires_grad=True)
     g = x.to_global(ALL, S0)
@@ -382,18 +387,21 @@ def test_local_to_global_split_gives_each_rank_its_shard() -> None:
     assert_allclose(x.grad.numpy(), weights[2 * RANK:2 * RANK + 2])
 
 
+@pytest.mark.mpi
 def test_local_to_global_broadcast_gives_rank0_the_gradient() -> None:
     x = flow.tensor(_local_rows(), requires_grad=True)
     (x.to_global(ALL, B) * 2).sum().backward()
     assert_allclose(x.grad.numpy(), numpy.full((2, 3), 2.0 if RANK == 0 else 0.0))
 
 
+@pytest.mark.mpi
 def test_local_to_global_partial_gives_every_rank_the_gradient() -> None:
     x = flow.tensor(_local_rows(), requires_grad=True)
     (x.to_global(ALL, P) * 2).sum().backward()
     assert_allclose(x.grad.numpy(), numpy.full((2, 3), 2.0))
 
 
+@pytest.mark.mpi
 def test_grad_sbp_is_honoured() -> None:
     # local -> global B with grad_sbp=B: the gradient is made whole on every rank instead of
     # being given to rank 0 (the default, P).
@@ -410,6 +418,7 @@ def test_grad_sbp_is_honoured() -> None:
         assert_allclose(y.grad.numpy(), full)
 
 
+@pytest.mark.mpi
 def test_to_local_backward_is_the_shard() -> None:
     full = numpy.arange(ODD * 3, dtype=numpy.float64).reshape(ODD, 3)
     x = flow.tensor(full, placement=ALL, sbp=S0, requires_grad=True)
@@ -420,6 +429,7 @@ def test_to_local_backward_is_the_shard() -> None:
 
 
 # -- gradcheck itself --------------------------------------------------------------------------
+@pytest.mark.mpi
 def test_gradcheck_reports_the_worst_element() -> None:
     x = flow.tensor([[1.0, 2.0], [3.0, -4.0]], dtype=flow.float64, requires_grad=True)
     with pytest.raises(GradcheckError, match=r"input 0 of shape \(2, 2\).*index \(1, 1\)"):

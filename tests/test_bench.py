@@ -231,11 +231,11 @@ def test_time_batch_with_a_fake_clock() -> None:
 
 # -- collective: every rank runs these ---------------------------------------------------------
 
-@pytest.mark.parametrize("name", [c.name for c in select()])  # every CPU case
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", [pytest.param(c.name, marks=pytest.mark.mpi(min_size=c.min_ranks))
+                                  for c in select()])  # every CPU case
 def test_mpiflow_and_raw_do_the_same(name: str) -> None:
     case = CASES[name]
-    if SIZE < case.min_ranks:
-        pytest.skip(f"needs {case.min_ranks} ranks")
     ctx = make_context("float32")
     layout = case.layout(96, 4, SIZE)
     prepared = case.build(ctx, layout)
@@ -252,6 +252,7 @@ def test_mpiflow_and_raw_do_the_same(name: str) -> None:
         numpy.testing.assert_array_equal(results[0], expected)
 
 
+@pytest.mark.mpi
 def test_run_in_process() -> None:
     settings = Settings(ops=ALL_OPS, sizes=(8, 256), iters=2, warmup=1, rounds=2, min_iters=1)
     seen: list[str] = []
@@ -271,7 +272,6 @@ def test_run_in_process() -> None:
 
 # -- a real job -------------------------------------------------------------------------------
 
-@pytest.mark.single_process
 def test_command_line_quick_run(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     code = ("import runpy, sys; sys.argv = ['mpiflow.bench', '--quick', '--ops', 'all_reduce', "

@@ -256,6 +256,7 @@ def test_byte_and_count_formats() -> None:
     assert [format_count(n) for n in (256, 1024, 1 << 20, 1000)] == ["256", "1Ki", "1Mi", "1000"]
 
 
+@pytest.mark.mpi
 def test_plot_series_and_png(tmp_path: Path) -> None:
     from mpiflow.bench.metrics import Row
 
@@ -288,6 +289,7 @@ def test_plot_series_and_png(tmp_path: Path) -> None:
 
 # -- collective: tiny runs of every suite -------------------------------------------------------
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("conversion", CONVERSIONS, ids=[c.name for c in CONVERSIONS])
 @pytest.mark.parametrize("even", [True, False], ids=["even", "uneven"])
 def test_conversion_sides_agree(conversion, even: bool) -> None:
@@ -301,6 +303,7 @@ def test_conversion_sides_agree(conversion, even: bool) -> None:
         numpy.testing.assert_array_equal(prepared.raw_out, expected)
 
 
+@pytest.mark.mpi
 def test_measure_interleaved_rotates_and_reduces() -> None:
     calls: list[str] = []
     groups = [[lambda: calls.append("a"), lambda: calls.append("b"), lambda: calls.append("c")]]
@@ -314,6 +317,7 @@ def test_measure_interleaved_rotates_and_reduces() -> None:
     assert _same_everywhere(times.tolist())
 
 
+@pytest.mark.mpi
 def test_redistribution_suite_in_process() -> None:
     rows = run_redistribution(TINY)
     assert [r.conversion for r in rows] == [c.name for c in CONVERSIONS for _ in range(2)]
@@ -322,6 +326,7 @@ def test_redistribution_suite_in_process() -> None:
     assert _same_everywhere([r.to_json() for r in rows])
 
 
+@pytest.mark.mpi
 def test_grad_sync_sides_sum_the_same() -> None:
     sizes = [3, 5, 7]
     for side in GRAD_SIDES:
@@ -339,6 +344,7 @@ def test_grad_sync_sides_sum_the_same() -> None:
     assert _same_everywhere(results[0].to_json())
 
 
+@pytest.mark.mpi
 def test_ddp_suite_in_process() -> None:
     result = run_ddp(TINY)
     assert result.timings.sides == DDP_SIDES and result.param_bytes == 2 * (8 * 8 + 8) * 4
@@ -346,20 +352,23 @@ def test_ddp_suite_in_process() -> None:
     assert _same_everywhere(result.to_json())
 
 
+@pytest.mark.mpi
 def test_checkpoint_suite_in_process() -> None:
     result = run_suite("checkpoint", TINY)
     assert result["bytes"] == 64 << 10 and result["ranks"] == SIZE
     assert "checkpoint" in format_checkpoint(result)
 
 
+@pytest.mark.mpi
 def test_watchdog_suite_in_process() -> None:
     result = run_suite("watchdog", TINY)
     assert result["ranks"] == SIZE and result["iters"] == 40 and result["raw_us"] > 0
     assert "summary watchdog" in SUITE_RUNNERS["watchdog"].format(result, False)
 
 
-def test_command_line_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = world_comm.mpi_comm.bcast(str(tmp_path), root=0)
+@pytest.mark.mpi
+def test_command_line_in_process(mpi_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(mpi_tmp_path)
     args = ["--suite", "redistribution,grad_sync", "ddp", "checkpoint", "--iters", "2",
             "--warmup", "1", "--rounds", "2", "--min-iters", "1", "--redist-sizes", "4K",
             "--grad-tensors", "4", "--grad-range", "16:64", "--ddp-layers", "1",
@@ -391,6 +400,7 @@ def _have_matplotlib() -> bool:
     return have_matplotlib()
 
 
+@pytest.mark.mpi
 def test_cuda_device_without_cupy_fails_clearly(capsys: pytest.CaptureFixture[str]) -> None:
     if cuda.is_available():
         pytest.skip("CuPy and a CUDA device are present")

@@ -1,7 +1,8 @@
 """python -m mpiflow.bench --suite torch: its options, tables and goals, and real 2-rank jobs.
 
-The pure tests need neither torch nor more than one rank; the jobs (``single_process``: they
-start their own ``mpiexec``) need torch and are skipped, with the reason, where it is missing.
+The pure tests need neither torch nor more than one rank; the jobs (unmarked, so they run in
+the 1-rank session only: they start their own ``mpiexec``) need torch and are skipped, with the
+reason, where it is missing.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ def test_tables() -> None:
     assert md[2].startswith("- torch 2.x, 2 rank(s)") and md[-1].startswith("- goals (at 2 ranks)")
 
 
+@pytest.mark.mpi
 def test_each_round_runs_the_sides_in_another_order() -> None:
     from mpi4py import MPI
 
@@ -186,7 +188,6 @@ _ARGS = ["--suite", "torch", "--quick", "--max-bytes", "64", "--rounds", "1", "-
          "--torch-ddp-batch", "2"]
 
 
-@pytest.mark.single_process
 def test_without_torch_it_says_so() -> None:
     code = ("import sys; sys.modules['torch'] = None\n"  # import torch now fails
             "import mpiflow.bench.cli as cli, mpiflow.bench.torch_suite\n"
@@ -198,7 +199,6 @@ def test_without_torch_it_says_so() -> None:
 
 
 @needs_torch
-@pytest.mark.single_process
 @pytest.mark.timeout(300)
 def test_torch_suite_job(tmp_path: Path) -> None:
     out = tmp_path / "torch.json"
@@ -271,7 +271,6 @@ print("sides agree", flush=True)
 
 
 @needs_torch
-@pytest.mark.single_process
 @pytest.mark.timeout(200)
 def test_the_three_sides_agree() -> None:
     job = run_job(2, _SIDES_AGREE, timeout=150, env={"OMP_NUM_THREADS": "1"})

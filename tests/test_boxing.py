@@ -23,6 +23,8 @@ from mpiflow.communication.group import world_comm
 from mpiflow.placement import Placement
 from mpiflow.sbp import Split, broadcast, partial_max, partial_min, partial_sum, split
 
+pytestmark = pytest.mark.mpi
+
 S0, S1, B, P, PM = split(0), split(1), broadcast, partial_sum, partial_max
 SBP1 = [S0, S1, B, P, PM]
 SBP2 = list(itertools.product(SBP1, SBP1))
@@ -85,18 +87,16 @@ def test_2d_every_pair(mesh: str, src_sbp: tuple[object, object]) -> None:
                 for dst_sbp in SBP2 for shape in shapes])
 
 
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("sbp1", SBP1, ids=str)
 def test_between_1d_and_2d_meshes(sbp1: object) -> None:
-    if SIZE != 4:
-        pytest.skip("needs a 2x2 mesh of four ranks")
     flat, square = Layout(ALL, sbp1), [Layout(MESHES["2x2"], s) for s in SBP2]
     cases = [((5, 6), flat, two) for two in square] + [((5, 6), two, flat) for two in square]
     _check_all(cases)
 
 
+@pytest.mark.mpi(min_size=3)
 def test_2d_submesh_to_and_from_other_ranks() -> None:
-    if SIZE < 3:
-        pytest.skip("needs three ranks")
     column = Placement("cpu", [[1], [2]])
     others = Placement("cpu", [0, SIZE - 1])
     cases = [((7, 3), Layout(column, a), Layout(others, b)) for a in SBP2[:10] for b in SBP1]
@@ -104,19 +104,17 @@ def test_2d_submesh_to_and_from_other_ranks() -> None:
     _check_all(cases)
 
 
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("sbp", [(S0, S0), (S0, S1), (B, S0), (P, S1), (S1, P), (P, PM)],
                          ids=layout_id)
 def test_2d_large_tensor_uses_per_axis_collectives(sbp: tuple[object, object]) -> None:
-    if SIZE != 4:
-        pytest.skip("needs a 2x2 mesh of four ranks")
     p = MESHES["2x2"]
     cases = [((66, 67), Layout(p, sbp), Layout(p, other)) for other in SBP2]
     _check_all(cases)
 
 
+@pytest.mark.mpi(min_size=4)
 def test_mixed_partial_ops_reduce_innermost_first() -> None:
-    if SIZE != 4:
-        pytest.skip("needs a 2x2 mesh of four ranks")
     p = MESHES["2x2"]
     mixed = [(P, PM), (PM, P), (partial_min, P), (P, partial_min), (PM, partial_min)]
     cases = [((3, 5), Layout(p, a), Layout(p, b)) for a in mixed for b in [*mixed, (B, B)]]
@@ -216,9 +214,8 @@ def test_wrong_local_shape_raises_before_communicating() -> None:
         redistribute(numpy.zeros((7, 2)), (SIZE, 2), Layout(ALL, S0), Layout(ALL, B))
 
 
+@pytest.mark.mpi(min_size=4)
 def test_nested_2d_conversions_count_collectives() -> None:
-    if SIZE != 4:
-        pytest.skip("needs a 2x2 mesh of four ranks")
     p = MESHES["2x2"]
     # (5, 3) as (S0, S0): rows [2 | 1] on mesh row 0, [1 | 1] on row 1: even lines use the
     # plain collective; (6, 3) is uneven on both rows
@@ -231,9 +228,8 @@ def test_nested_2d_conversions_count_collectives() -> None:
     assert _counted(Layout(p, (B, S0)), Layout(p, (S0, S0)), (5, 3)) == {"all_to_all_v": 1}
 
 
+@pytest.mark.mpi(min_size=2)
 def test_transfer_between_placements_is_one_world_exchange() -> None:
-    if SIZE < 2:
-        pytest.skip("needs two ranks")
     src_ranks, dst_ranks = SCENARIOS["disjoint"]
     src = Layout(Placement("cpu", src_ranks), S0)
     dst = Layout(Placement("cpu", dst_ranks), S1)

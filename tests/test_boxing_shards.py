@@ -14,6 +14,8 @@ from mpiflow.communication.group import world_comm
 from mpiflow.placement import Placement
 from mpiflow.sbp import broadcast, partial_max, partial_min, partial_sum, split
 
+pytestmark = pytest.mark.mpi
+
 S0, S1, B, P, PM = split(0), split(1), broadcast, partial_sum, partial_max
 
 

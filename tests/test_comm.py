@@ -25,6 +25,8 @@ import mpiflow
 import mpiflow.comm as comm
 from mpiflow.distributed import ReduceOp
 
+pytestmark = pytest.mark.mpi
+
 NEXT, PREV = (RANK + 1) % WORLD, (RANK - 1) % WORLD
 SUM = ReduceOp.SUM
 

@@ -19,6 +19,8 @@ from mpiflow.communication import (
 )
 from mpiflow.communication.group import world_comm
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = world_comm.rank, world_comm.size
 ALL_DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "g",
               "c8", "c16"]
@@ -237,9 +239,8 @@ def test_variable_count_collectives_with_empty_parts() -> None:
                                                for s, c in enumerate(rcounts)]))
 
 
+@pytest.mark.mpi(min_size=2)
 def test_point_to_point_ring_blocking_and_async() -> None:
-    if SIZE == 1:
-        pytest.skip("needs two ranks")
     right, left = (RANK + 1) % SIZE, (RANK - 1) % SIZE
     out = numpy.empty((2, 3))[:, ::2]  # received in place through a view
     recv = world_comm.irecv(out, left, tag=5)

@@ -19,6 +19,8 @@ from mpiflow.communication.fast import FastPaths
 from mpiflow.communication.group import world_comm
 from mpiflow.communication.watchdog import STATE
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = world_comm.rank, world_comm.size
 FAST = world_comm.fast
 

@@ -33,6 +33,7 @@ def shares(n: int, replicas: int, **options: object) -> list[list[int]]:
 
 
 # -- datasets and collation ------------------------------------------------------------------
+@pytest.mark.mpi
 def test_tensor_dataset_rows_share_memory() -> None:
     x = flow.arange(12).reshape(4, 3)
     ds = TensorDataset(x, numpy.array([0.5, 1.5, 2.5, 3.5]))
@@ -92,6 +93,7 @@ def test_dataloader_batches_in_order_with_and_without_drop_last() -> None:
     assert [b[0].tolist() for b in by_batches] == [[9, 0], [5]]
 
 
+@pytest.mark.mpi
 def test_shuffling_is_seeded_and_changes_every_epoch() -> None:
     ds = TensorDataset(flow.arange(20))
     loader = DataLoader(ds, batch_size=6, shuffle=True, seed=3)
@@ -170,6 +172,7 @@ def test_shuffled_shares_cover_the_dataset_and_follow_the_epoch(drop_last: bool)
     assert second == expected(1) and second != first
 
 
+@pytest.mark.mpi
 def test_default_replicas_and_identical_orders_on_every_rank() -> None:
     n = 4 * SIZE + 3
     sampler = DistributedSampler(range(n), seed=7)
@@ -184,6 +187,7 @@ def test_default_replicas_and_identical_orders_on_every_rank() -> None:
     assert {i for part in everyone for i in part} == set(range(n))  # type: ignore[attr-defined]
 
 
+@pytest.mark.mpi
 def test_data_parallel_loader_gives_global_batches() -> None:
     n = 5 * SIZE
     x = numpy.arange(n * 2, dtype=numpy.float32).reshape(n, 2)

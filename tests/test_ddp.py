@@ -13,6 +13,8 @@ from mpiflow import nn
 from mpiflow.communication import count_collectives
 from mpiflow.nn.parallel import DistributedDataParallel as ddp
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 MEAN_RANK_PLUS_1 = (SIZE + 1) / 2
 

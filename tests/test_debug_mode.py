@@ -21,8 +21,10 @@ from mpiflow.communication.debug_mode import (
 )
 from mpiflow.communication.group import world_comm
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = world_comm.rank, world_comm.size
-needs_two = pytest.mark.skipif(SIZE < 2, reason="a mismatch needs two ranks")
+needs_two = pytest.mark.mpi(min_size=2)  # a mismatch needs two ranks
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +175,7 @@ def test_v_counts_and_split_ranks_must_agree(comm: DebugMPICommunicator) -> None
 
 
 def test_a_group_names_world_ranks() -> None:
-    if SIZE < 3:
-        pytest.skip("needs a group that is not the world")
+@pytest.mark.mpi(min_size=3)
     sub = world_comm.split(list(range(1, SIZE)))
     if sub is None:
         return

@@ -27,6 +27,8 @@ from helpers import rank_data
 import mpiflow.distributed as dist
 from mpiflow.distributed import ReduceOp
 
+pytestmark = pytest.mark.mpi
+
 # -- reductions: every (dtype, op) pair PyTorch defines --------------------------------------
 
 

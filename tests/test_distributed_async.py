@@ -28,6 +28,8 @@ from helpers import rank_data
 import mpiflow.distributed as dist
 from mpiflow.distributed import ReduceOp, Work
 
+pytestmark = pytest.mark.mpi
+
 SHAPE = (3, 2 * WORLD + 1)  # odd sizes, 2-d so that "F" is really Fortran order
 DT = numpy.dtype("float32")
 

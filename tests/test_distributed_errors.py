@@ -14,6 +14,8 @@ from collective_helpers import INVALID_PAIRS, RANK, WORLD, pair_id
 import mpiflow.distributed as dist
 from mpiflow.distributed import ReduceOp
 
+pytestmark = pytest.mark.mpi
+
 X = numpy.zeros(4, dtype=numpy.float32)
 
 

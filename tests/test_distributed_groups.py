@@ -21,6 +21,8 @@ from helpers import rank_data
 import mpiflow.distributed as dist
 from mpiflow.distributed import ProcessGroup, ReduceOp, Work
 
+pytestmark = pytest.mark.mpi
+
 GROUPS = {
     "evens": [r for r in range(WORLD) if r % 2 == 0],
     "first": [0],

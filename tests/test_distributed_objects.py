@@ -11,6 +11,8 @@ from collective_helpers import RANK, WORLD
 
 import mpiflow.distributed as dist
 
+pytestmark = pytest.mark.mpi
+
 
 def payload(r: int) -> dict:
     """A picklable object that differs by rank, of a size that differs by rank too."""

@@ -12,6 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = ["README.md", "docs/index.md", "docs/concepts.md"]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("page", PAGES)
 def test_python_examples_run(page: str, capsys: pytest.CaptureFixture[str]) -> None:
     text = (ROOT / page).read_text()

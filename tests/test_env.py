@@ -13,11 +13,13 @@ import mpiflow.distributed as dist
 from mpiflow._runtime import launcher_size
 
 
+@pytest.mark.mpi
 def test_rank_and_size_match_mpi() -> None:
     assert flow.env.get_rank() == MPI.COMM_WORLD.Get_rank()
     assert flow.env.get_world_size() == MPI.COMM_WORLD.Get_size()
 
 
+@pytest.mark.mpi
 def test_local_ranks_number_the_processes_of_each_node() -> None:
     size = flow.env.get_world_size()
     everyone: list = [None] * size
@@ -54,7 +56,6 @@ def test_launcher_size_reads_the_launchers_variables(environ: dict, size: int) -
     assert bool(who) == bool(size)
 
 
-@pytest.mark.single_process
 def test_mismatched_mpiexec_stops_with_an_explanation() -> None:
     # Removing PMI_FD makes each process start as an MPI singleton although the launcher
     # announced 2 processes: exactly what a foreign mpiexec produces.
@@ -67,7 +68,6 @@ def test_mismatched_mpiexec_stops_with_an_explanation() -> None:
     assert "MPI4PY_LIBMPI" in job.stderr
 
 
-@pytest.mark.single_process
 def test_mismatch_check_can_be_switched_off() -> None:
     job = run_job(1, "import mpiflow; print(mpiflow.env.get_world_size())", launcher=[],
                   env={"PMI_SIZE": "4", "MPIFLOW_IGNORE_LAUNCHER": "1"})
@@ -75,7 +75,6 @@ def test_mismatch_check_can_be_switched_off() -> None:
     assert job.stdout.strip() == "1"
 
 
-@pytest.mark.single_process
 def test_a_rank_that_raises_aborts_the_whole_job_quickly() -> None:
     code = (
         "import time, mpiflow, mpiflow.distributed as dist\n"
@@ -93,7 +92,6 @@ def test_a_rank_that_raises_aborts_the_whole_job_quickly() -> None:
     assert "unreachable" not in job.stdout
 
 
-@pytest.mark.single_process
 def test_keyboard_interrupt_on_one_rank_aborts_the_job() -> None:
     code = (
         "import mpiflow, mpiflow.distributed as dist\n"
@@ -107,7 +105,6 @@ def test_keyboard_interrupt_on_one_rank_aborts_the_job() -> None:
     assert "[rank 0] KeyboardInterrupt" in job.stderr
 
 
-@pytest.mark.single_process
 def test_one_rank_keeps_the_ordinary_traceback() -> None:
     job = run_job(1, "import mpiflow\nraise RuntimeError('plain')", launcher=[])
     assert job.returncode == 1
@@ -115,7 +112,6 @@ def test_one_rank_keeps_the_ordinary_traceback() -> None:
     assert "[rank" not in job.stderr
 
 
-@pytest.mark.single_process
 def test_env_is_correct_under_mpiexec_and_as_plain_python() -> None:
     code = ("import mpiflow as f; e = f.env\n"
             "row = [e.get_rank(), e.get_world_size(), e.get_local_rank(),\n"

@@ -10,12 +10,12 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("name", ["hello.py", "global_tensors.py"])
 def test_example_runs(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
 
 
-@pytest.mark.single_process
 def test_train_reaches_95_percent_at_4_ranks_and_agrees_with_1() -> None:
     pytest.importorskip("sklearn", reason="the examples extra (scikit-learn) is not installed")
     from helpers import run_job
@@ -33,6 +33,7 @@ def test_train_reaches_95_percent_at_4_ranks_and_agrees_with_1() -> None:
     assert abs(results[4] - results[1]) <= 0.02
 
 
+@pytest.mark.mpi
 def test_global_train_data_and_model_parallel_agree() -> None:
     pytest.importorskip("sklearn", reason="the examples extra (scikit-learn) is not installed")
     import sys
@@ -48,7 +49,6 @@ def test_global_train_data_and_model_parallel_agree() -> None:
     assert acc_d > 0.7  # after two epochs; five reach about 0.95
 
 
-@pytest.mark.single_process
 @pytest.mark.parametrize(("name", "ranks", "expect"), [
     ("seed_mpi_send_recv.py", 2, "Rank-1 has recieved the following tensor from Rank-0"),
     ("seed_mpi_sync.py", 4, "all ranks hold the same weights"),

@@ -17,8 +17,6 @@ import time
 import pytest
 from helpers import _LAUNCHER_PREFIXES, MPIEXEC, Job, run_job
 
-pytestmark = pytest.mark.single_process
-
 TIMEOUT = 3  # the watchdog's, in the jobs
 FAST = {"MPIFLOW_TIMEOUT": str(TIMEOUT)}
 LIMIT = 60  # the hard limit of every job

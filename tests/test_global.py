@@ -12,6 +12,8 @@ import mpiflow as flow
 from mpiflow.communication import count_collectives
 from mpiflow.sbp import balanced_sizes
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 ALL = flow.placement("cpu", list(range(SIZE)))
 S0, S1, B, P = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast, flow.sbp.partial_sum
@@ -33,9 +35,8 @@ def test_local_split_shards_concatenate_by_the_balanced_rule() -> None:
     assert_array_equal(g.numpy(), value)
 
 
+@pytest.mark.mpi(min_size=2)
 def test_shards_that_break_the_balanced_rule_raise_on_every_rank() -> None:
-    if SIZE == 1:
-        pytest.skip("needs two ranks")
     local = flow.zeros(2 if RANK == 0 else 4, 3)  # rank 0 holds fewer rows than the rule says
     with pytest.raises(ValueError, match=r"rank 0: \(2, 3\)"):
         local.to_global(ALL, S0)
@@ -161,9 +162,8 @@ def test_the_seed_example_runs_with_a_cpu_placement() -> None:
     assert g.to_local().is_local
 
 
+@pytest.mark.mpi(min_size=4)
 def test_two_dimensional_mesh() -> None:
-    if SIZE != 4:
-        pytest.skip("a 2x2 mesh needs 4 ranks")
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     v = full((4, 6))
     x = flow.tensor(v, placement=mesh, sbp=(B, S0))

@@ -34,6 +34,7 @@ from mpiflow.communication.transport import (
 
 REASON = cuda.unavailable_reason()
 pytestmark = [
+    pytest.mark.mpi,
     pytest.mark.gpu,
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
     pytest.mark.filterwarnings("ignore:mpiflow.*noted once:RuntimeWarning"),
@@ -239,9 +240,8 @@ def test_send_and_recv_between_partners(device_comm: Any, cp: Any) -> None:
 
 
 # -- through mpiflow's own faces ------------------------------------------------------------------
+@pytest.mark.mpi(min_size=2)
 def test_oneflow_send_and_recv_of_cuda_tensors(cp: Any) -> None:
-    if WORLD < 2:
-        pytest.skip("needs 2 ranks")
     if RANK == 0:
         flow.comm.send(flow.arange(4.0, device="cuda"), dst=1)
     elif RANK == 1:

@@ -252,6 +252,7 @@ def _check(actual: numpy.ndarray, expected: numpy.ndarray) -> None:
 pytestmark = pytest.mark.filterwarnings("ignore:mpiflow.*noted once:RuntimeWarning")
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize(("dtype", "op"), PAIRS, ids=[f"{d}-{o.name}" for d, o in PAIRS])
 def test_all_reduce_matches_numpy(dev: Any, dtype: numpy.dtype, op: ReduceOp) -> None:
     buf = rank_data((ODD,), dtype, RANK)
@@ -259,6 +260,7 @@ def test_all_reduce_matches_numpy(dev: Any, dtype: numpy.dtype, op: ReduceOp) ->
     _check(buf, reduce_expected(op, all_data((ODD,), dtype)))
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("async_op", [False, True])
 def test_all_reduce_of_a_strided_view_writes_only_the_view(dev: Any, async_op: bool) -> None:
     buf = _strided(rank_data((3, ODD), numpy.float32, RANK))
@@ -269,6 +271,7 @@ def test_all_reduce_of_a_strided_view_writes_only_the_view(dev: Any, async_op: b
     assert (buf.base[..., 1] == 9).all()
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.MAX, ReduceOp.AVG])
 def test_reduce_reaches_only_the_root(dev: Any, op: ReduceOp) -> None:
     root = WORLD - 1
@@ -279,6 +282,7 @@ def test_reduce_reaches_only_the_root(dev: Any, op: ReduceOp) -> None:
     _check(buf, expected)
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "complex64"])
 def test_broadcast_from_the_last_rank(dev: Any, dtype: str) -> None:
     root = WORLD - 1
@@ -287,6 +291,7 @@ def test_broadcast_from_the_last_rank(dev: Any, dtype: str) -> None:
     assert_same(buf, rank_data((2, ODD), dtype, root))
 
 
+@pytest.mark.mpi
 def test_all_gather_and_gather(dev: Any) -> None:
     send = rank_data((ODD,), numpy.int64, RANK)
     everyone = numpy.concatenate(all_data((ODD,), numpy.int64))
@@ -300,6 +305,7 @@ def test_all_gather_and_gather(dev: Any) -> None:
         assert_same(out, everyone)
 
 
+@pytest.mark.mpi
 def test_all_gather_v_with_empty_chunks(dev: Any) -> None:
     counts = [r % 3 for r in range(WORLD)]
     send = rank_data((counts[RANK],), numpy.float32, RANK)
@@ -309,6 +315,7 @@ def test_all_gather_v_with_empty_chunks(dev: Any) -> None:
                                          for r, c in enumerate(counts)]))
 
 
+@pytest.mark.mpi
 def test_scatter_from_the_last_rank(dev: Any) -> None:
     root = WORLD - 1
     source = numpy.arange(WORLD * ODD, dtype=numpy.float32).reshape(WORLD, ODD)
@@ -317,6 +324,7 @@ def test_scatter_from_the_last_rank(dev: Any) -> None:
     assert_same(recv, source[RANK])
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.AVG, ReduceOp.BXOR])
 def test_reduce_scatter(dev: Any, op: ReduceOp) -> None:
     dtype = numpy.int32 if op is ReduceOp.BXOR else numpy.float64
@@ -326,6 +334,7 @@ def test_reduce_scatter(dev: Any, op: ReduceOp) -> None:
     _check(recv, reduce_expected(op, all_data((WORLD, ODD), dtype))[RANK])
 
 
+@pytest.mark.mpi
 def test_reduce_scatter_v_with_empty_chunks(dev: Any) -> None:
     counts = [(r + 1) % 3 for r in range(WORLD)]
     send = rank_data((sum(counts),), numpy.complex64, RANK)
@@ -336,6 +345,7 @@ def test_reduce_scatter_v_with_empty_chunks(dev: Any) -> None:
     _check(recv, total[start:start + counts[RANK]])
 
 
+@pytest.mark.mpi
 def test_all_to_all_and_all_to_all_v(dev: Any) -> None:
     send = numpy.array([100 * RANK + r for r in range(WORLD)], dtype=numpy.int32)
     recv = numpy.zeros(WORLD, numpy.int32)
@@ -383,6 +393,7 @@ def test_isend_and_irecv_with_a_partner(dev: Any) -> None:
     assert_same(got, rank_data((ODD,), numpy.int64, partner))
 
 
+@pytest.mark.mpi
 def test_several_outstanding_operations(dev: Any) -> None:
     a = rank_data((ODD,), numpy.float32, RANK)
     b = rank_data((2 * ODD,), numpy.float64, RANK, salt=1)
@@ -395,6 +406,7 @@ def test_several_outstanding_operations(dev: Any) -> None:
     _check(b, reduce_expected(ReduceOp.MAX, all_data((2 * ODD,), numpy.float64, salt=1)))
 
 
+@pytest.mark.mpi
 def test_empty_and_zero_dimensional_buffers(dev: Any) -> None:
     empty = numpy.zeros((0, 3), numpy.float32)
     dev.all_reduce(empty)
@@ -405,6 +417,7 @@ def test_empty_and_zero_dimensional_buffers(dev: Any) -> None:
     assert scalar == WORLD * (WORLD + 1) / 2
 
 
+@pytest.mark.mpi
 def test_errors_are_the_mpi_communicators(dev: Any) -> None:
     with pytest.raises(TypeError, match="AVG needs a floating"):
         dev.all_reduce(numpy.ones(3, numpy.int32), ReduceOp.AVG)
@@ -414,6 +427,7 @@ def test_errors_are_the_mpi_communicators(dev: Any) -> None:
         dev.broadcast(numpy.ones(3), WORLD)
 
 
+@pytest.mark.mpi
 def test_split_gives_the_same_kind(dev: Any) -> None:
     sub = dev.split([0])
     if RANK != 0:
@@ -444,6 +458,7 @@ def test_pinned_pool_reuses_by_capacity() -> None:
     assert pool.take(0).size == 256
 
 
+@pytest.mark.mpi
 def test_staging_reuses_its_pinned_buffers() -> None:
     ops = HostOps()
     staged = StagedCommunicator(world_comm, ops)
@@ -458,6 +473,7 @@ def test_staging_reuses_its_pinned_buffers() -> None:
     assert_same(buf, numpy.full(ODD, WORLD, numpy.float32))
 
 
+@pytest.mark.mpi
 def test_staging_copies_only_what_mpi_reads_and_writes() -> None:
     ops = HostOps()
     staged = StagedCommunicator(world_comm, ops)
@@ -469,6 +485,7 @@ def test_staging_copies_only_what_mpi_reads_and_writes() -> None:
     assert (ops.to_host_copies, ops.to_device_copies) == ((2, 1) if RANK == 0 else (1, 2))
 
 
+@pytest.mark.mpi
 def test_staging_buffers_come_back_after_an_error() -> None:
     staged = StagedCommunicator(world_comm, HostOps())
     with pytest.raises(ValueError):
@@ -478,6 +495,7 @@ def test_staging_buffers_come_back_after_an_error() -> None:
     assert staged.pool.allocations == held  # the same two buffers again
 
 
+@pytest.mark.mpi
 def test_outstanding_stagings_hold_different_buffers() -> None:
     staged = StagedCommunicator(world_comm, HostOps())
     a, b = numpy.ones(8), numpy.full(8, 2.0)
@@ -492,6 +510,7 @@ def test_outstanding_stagings_hold_different_buffers() -> None:
 
 
 # -- CUDA-aware MPI --------------------------------------------------------------------------------
+@pytest.mark.mpi
 def test_cuda_aware_synchronizes_the_stream_before_mpi() -> None:
     ops = HostOps()
     aware = CudaAwareCommunicator(world_comm, ops)
@@ -503,6 +522,7 @@ def test_cuda_aware_synchronizes_the_stream_before_mpi() -> None:
     assert direct._on_device() is None and direct.array_module is numpy
 
 
+@pytest.mark.mpi
 def test_cuda_aware_stages_reductions_that_mpi_runs_as_numpy(monkeypatch: pytest.MonkeyPatch
                                                               ) -> None:
     from mpiflow.communication import cuda_aware
@@ -527,6 +547,7 @@ def _nccl(has_avg: bool = True) -> tuple[NCCLCommunicator, FakeNccl]:
     return NCCLCommunicator(world_comm, HostOps(), backend), backend
 
 
+@pytest.mark.mpi
 def test_nccl_connects_once_per_group_and_maps_collectives() -> None:
     comm, backend = _nccl()
     assert not comm.connected
@@ -541,6 +562,7 @@ def test_nccl_connects_once_per_group_and_maps_collectives() -> None:
     comm.barrier()
 
 
+@pytest.mark.mpi
 def test_nccl_average_without_ncclavg_divides_after_a_sum() -> None:
     comm, backend = _nccl(has_avg=False)
     x = rank_data((ODD,), numpy.float32, RANK)
@@ -549,6 +571,7 @@ def test_nccl_average_without_ncclavg_divides_after_a_sum() -> None:
     assert backend.calls == {"allReduce": 1}
 
 
+@pytest.mark.mpi
 def test_nccl_falls_back_to_mpi_once_noted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nccl_module, "_noted", set())
     comm, backend = _nccl()
@@ -563,6 +586,7 @@ def test_nccl_falls_back_to_mpi_once_noted(monkeypatch: pytest.MonkeyPatch) -> N
     assert isinstance(comm.all_reduce(x, ReduceOp.BXOR, async_op=True), Work)
 
 
+@pytest.mark.mpi
 def test_nccl_waits_for_its_queued_work_before_mpi() -> None:
     comm, _ = _nccl()
     waited: list[bool] = []
@@ -623,6 +647,7 @@ def test_nccl_after_connect_sends_on_the_group_communicator_even_ring_first() ->
     assert backend.calls == {"send": 1, "recv": 1}
 
 
+@pytest.mark.mpi
 def test_init_process_group_nccl_connects_the_world_and_later_groups(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from mpiflow.distributed import process_group as pg_module
@@ -644,6 +669,7 @@ def test_init_process_group_nccl_connects_the_world_and_later_groups(
     assert made[group.comm].connected and made[group.comm]._p2p_on_group
 
 
+@pytest.mark.mpi
 def test_init_process_group_nccl_without_a_gpu_connects_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from mpiflow.distributed import process_group as pg_module
@@ -657,6 +683,7 @@ def test_init_process_group_nccl_without_a_gpu_connects_nothing(
                                                              NCCLCommunicator)
 
 
+@pytest.mark.mpi
 def test_nccl_takes_host_arrays_too() -> None:
     comm, _ = _nccl()
     x = numpy.ones(3)
@@ -721,6 +748,7 @@ class _CupyNcclModule:
         return "comm"
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("form", ["bytes", "signed", "unsigned"])
 def test_cupy_nccl_passes_the_unique_id_as_each_cupy_takes_it(form: str) -> None:
     lib = _CupyNcclModule(form)
@@ -845,6 +873,7 @@ def test_info_reports_the_gpu_transport() -> None:
     assert info["GPU transport"] and info["CUDA devices"] and info["CUDA-aware MPI"]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize(
     ("choice", "kind"),
     [
@@ -868,6 +897,7 @@ class _FakeDeviceArray(numpy.ndarray):
     """What the routing sees as a CuPy array (a numpy subclass, so HostOps can move it)."""
 
 
+@pytest.mark.mpi
 def test_mpi_communicator_routes_device_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
     import mpiflow.distributed as dist
 
@@ -903,6 +933,7 @@ def test_explain_says_what_is_missing() -> None:
 no_cuda = pytest.mark.skipif(cuda.is_available(), reason="CuPy and a CUDA device are present")
 
 
+@pytest.mark.mpi
 @no_cuda
 def test_cuda_tensors_raise_the_reason() -> None:
     reason = cuda.unavailable_reason()
@@ -932,7 +963,6 @@ def test_cuda_tensors_raise_the_reason() -> None:
     assert cuda.device_count() == 0 or cuda.unavailable_reason() is None
 
 
-@pytest.mark.single_process
 def test_gpu_modules_import_without_cupy() -> None:
     code = (
         "import sys\n"

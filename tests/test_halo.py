@@ -13,6 +13,8 @@ import mpiflow as flow
 from mpiflow.halo import ghost_sources, halo_exchange
 from mpiflow.sbp import balanced_bounds
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 WORLD = flow.placement("cpu", list(range(SIZE)))
 

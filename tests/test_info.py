@@ -33,7 +33,6 @@ def test_cuda_awareness_from_the_environment(environ: dict, answer: str) -> None
     assert cuda_aware_mpi(environ) == answer
 
 
-@pytest.mark.single_process
 def test_info_prints_once_per_job() -> None:
     job = run_job(2, "from mpiflow.__main__ import main; main(['info'])",
                   launcher=[MPIEXEC, "-n", "2"])

@@ -11,8 +11,7 @@ import collections
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy
@@ -24,12 +23,14 @@ from numpy.testing import assert_array_equal
 import mpiflow as flow
 from mpiflow.boxing.shards import scatter_value
 from mpiflow.communication.group import world_comm
-from mpiflow.distributed import barrier, broadcast_object_list
+from mpiflow.distributed import barrier
 from mpiflow.io import CheckpointError, files, load, mpiio, save
 from mpiflow.io import checkpoint as checkpoint_module
 from mpiflow.io.format import file_names
 from mpiflow.io.npy import header_bytes
 from mpiflow.io.tree import check_node, flatten, unflatten
+
+pytestmark = pytest.mark.mpi
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 ALL = flow.placement("cpu", list(range(SIZE)))
@@ -63,15 +64,9 @@ def expected_shard(full: numpy.ndarray, placement: flow.placement, sbp: Any) -> 
 
 
 @pytest.fixture
-def ckpt_dir() -> Iterator[str]:
-    """A fresh directory, the same path on every rank; removed afterwards."""
-    holder: list[Any] = [tempfile.mkdtemp(prefix="mpiflow-io-") if RANK == 0 else None]
-    broadcast_object_list(holder, src=0)
-    path = str(holder[0])
-    yield path
-    barrier()
-    if RANK == 0:
-        shutil.rmtree(path, ignore_errors=True)
+def ckpt_dir(mpi_tmp_path: Path) -> str:
+    """A fresh directory, the same path on every rank (pytest-mpi's ``mpi_tmp_path``)."""
+    return str(mpi_tmp_path)
 
 
 def leftovers(directory: str) -> list[str]:
@@ -186,10 +181,9 @@ def test_zero_size_empty_shards_and_scalars(ckpt_dir: str, shape: tuple[int, ...
 MESH_LAYOUTS = [(S0, S1), (S1, S1), (B, S0), (P, S1), (S0, P), (B, B)]
 
 
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("src", MESH_LAYOUTS, ids=str)
 def test_two_by_two_mesh_layouts(ckpt_dir: str, src: tuple[Any, Any]) -> None:
-    if SIZE != 4:
-        pytest.skip("needs 4 ranks")
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     full = value((7, 5), numpy.float32, seed=4)
     path = os.path.join(ckpt_dir, "ckpt")
@@ -405,9 +399,8 @@ def test_a_failure_while_moving_into_place_keeps_the_old_checkpoint(
     assert_intact(path, full)
 
 
+@pytest.mark.mpi(min_size=2)
 def test_ranks_passing_different_structures_fail_on_every_rank(ckpt_dir: str) -> None:
-    if SIZE == 1:
-        pytest.skip("needs two ranks")
     path, full = old_checkpoint(ckpt_dir)
     tree: dict[str, Any] = {"w": make_global(full, ALL, S0)}
     if RANK == 1:

@@ -17,8 +17,6 @@ from numpy.testing import assert_array_equal
 
 from mpiflow.io import load
 
-pytestmark = pytest.mark.single_process
-
 # The logical values, the same in every job: uneven sizes for 4 and 3 ranks.
 PRELUDE = """
 import numpy, os, sys

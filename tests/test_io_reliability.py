@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import textwrap
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy
@@ -23,9 +21,11 @@ from numpy.testing import assert_array_equal
 import mpiflow as flow
 from mpiflow.boxing.shards import scatter_value
 from mpiflow.communication.group import world_comm
-from mpiflow.distributed import barrier, broadcast_object_list
+from mpiflow.distributed import barrier
 from mpiflow.io import CheckpointError, load, mpiio, save
 from mpiflow.io.npy import MAX_BYTES, check_size, header_bytes, read_header
+
+pytestmark = pytest.mark.mpi
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 ALL = flow.placement("cpu", list(range(SIZE)))
@@ -34,15 +34,9 @@ HUGE = [1, 2**62 + 1, 4]  # numpy.prod(HUGE) * 4 wraps around to 16 in int64
 
 
 @pytest.fixture
-def ckpt_dir() -> Iterator[str]:
-    """A fresh directory, the same path on every rank; removed afterwards."""
-    holder: list[Any] = [tempfile.mkdtemp(prefix="mpiflow-io-rel-") if RANK == 0 else None]
-    broadcast_object_list(holder, src=0)
-    path = str(holder[0])
-    yield path
-    barrier()
-    if RANK == 0:
-        shutil.rmtree(path, ignore_errors=True)
+def ckpt_dir(mpi_tmp_path: Path) -> str:
+    """A fresh directory, the same path on every rank (pytest-mpi's ``mpi_tmp_path``)."""
+    return str(mpi_tmp_path)
 
 
 def rank0(action: Any) -> None:

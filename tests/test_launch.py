@@ -1,5 +1,5 @@
-"""python -m mpiflow.launch: launcher identification and command building (pure, every rank),
-and real jobs started through it (``single_process``)."""
+"""python -m mpiflow.launch: launcher identification and command building (pure),
+and real jobs started through it; none is marked ``mpi``, so all run once, in the 1-rank session."""
 
 from __future__ import annotations
 
@@ -125,14 +125,12 @@ def fake_mpiexec(folder: pathlib.Path, output: str) -> str:
     return str(path)
 
 
-@pytest.mark.single_process
 def test_find_launcher_prefers_the_one_beside_python(tmp_path: pathlib.Path) -> None:
     found = find_launcher(LIB_MPICH, None, {"PATH": ""}, python=sys.executable)
     assert found.family == "mpich"
     assert found.path == os.path.abspath(MPIEXEC)
 
 
-@pytest.mark.single_process
 def test_find_launcher_skips_a_foreign_one_and_refuses_when_none_fits(
         tmp_path: pathlib.Path) -> None:
     bin_dir = tmp_path / "bin"
@@ -147,7 +145,6 @@ def test_find_launcher_skips_a_foreign_one_and_refuses_when_none_fits(
     assert find_launcher(LIB_OPENMPI, None, environ, python=python).path == foreign
 
 
-@pytest.mark.single_process
 def test_find_launcher_looks_beside_mpi4py_libmpi_first(tmp_path: pathlib.Path) -> None:
     site = tmp_path / "site"
     (site / "bin").mkdir(parents=True)
@@ -172,14 +169,12 @@ def script(tmp_path: pathlib.Path, body: str) -> str:
     return str(path)
 
 
-@pytest.mark.single_process
 def test_a_job_that_succeeds_exits_0() -> None:
     done = launch("-n", "2", "--timeout", "60", "examples/hello.py")
     assert done.returncode == 0, done.stderr
     assert "2 rank(s)" in done.stdout and "all checks passed" in done.stdout
 
 
-@pytest.mark.single_process
 def test_a_failing_job_gives_its_status(tmp_path: pathlib.Path) -> None:
     raising = script(tmp_path, "import mpiflow\nif mpiflow.env.get_rank() == 1:\n"
                                "    raise ValueError('boom')\nmpiflow.distributed.barrier()\n")
@@ -190,7 +185,6 @@ def test_a_failing_job_gives_its_status(tmp_path: pathlib.Path) -> None:
     assert launch("-n", "1", "--timeout", "60", exiting).returncode == 3
 
 
-@pytest.mark.single_process
 def test_timeout_stops_the_job_with_124(tmp_path: pathlib.Path) -> None:
     sleeper = script(tmp_path, "import time, mpiflow\ntime.sleep(120)\n")
     start = time.monotonic()
@@ -200,7 +194,6 @@ def test_timeout_stops_the_job_with_124(tmp_path: pathlib.Path) -> None:
     assert time.monotonic() - start < 30
 
 
-@pytest.mark.single_process
 def test_a_module_and_tagged_output() -> None:
     done = launch("-n", "2", "--timeout", "60", "--tag-output", "-m", "mpiflow", "info")
     assert done.returncode == 0, done.stderr
@@ -208,7 +201,6 @@ def test_a_module_and_tagged_output() -> None:
                for line in done.stdout.splitlines()), done.stdout
 
 
-@pytest.mark.single_process
 def test_omp_num_threads_and_arguments_reach_the_job(tmp_path: pathlib.Path) -> None:
     show = script(tmp_path, "import os, sys, mpiflow\nif mpiflow.env.get_rank() == 0:\n"
                             "    print(os.environ['OMP_NUM_THREADS'], sys.argv[1:])\n")
@@ -220,7 +212,6 @@ def test_omp_num_threads_and_arguments_reach_the_job(tmp_path: pathlib.Path) -> 
     assert done.stdout.strip() == "7 []"
 
 
-@pytest.mark.single_process
 def test_dry_run_prints_the_command() -> None:
     done = launch("-n", "3", "--dry-run", "examples/hello.py", "--x")
     assert done.returncode == 0, done.stderr
@@ -228,7 +219,6 @@ def test_dry_run_prints_the_command() -> None:
         f"{os.path.abspath(MPIEXEC)} -n 3 {sys.executable} examples/hello.py --x")
 
 
-@pytest.mark.single_process
 def test_refusals_exit_2(tmp_path: pathlib.Path) -> None:
     foreign = fake_mpiexec(tmp_path, OPENMPI5)
     done = launch("-n", "2", "--mpiexec", foreign, "examples/hello.py")
@@ -241,7 +231,6 @@ def test_refusals_exit_2(tmp_path: pathlib.Path) -> None:
     assert launch("-n", "2").returncode == 2
 
 
-@pytest.mark.single_process
 def test_ctrl_c_is_forwarded_and_the_job_ends(tmp_path: pathlib.Path) -> None:
     sleeper = script(tmp_path, "import time, mpiflow\nmpiflow.distributed.barrier()\n"
                                "if mpiflow.env.get_rank() == 0:\n"
@@ -276,7 +265,6 @@ def test_there_are_slurm_and_pbs_templates() -> None:
                 f"{system}-module-mpi.sh"} <= names
 
 
-@pytest.mark.single_process
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.name)
 def test_template_is_valid_bash_and_documented(path: pathlib.Path) -> None:
     done = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=30)

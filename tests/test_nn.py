@@ -417,6 +417,7 @@ def test_init_gains_fans_and_bounds() -> None:
         init.kaiming_uniform_(w, mode="fan_avg")
 
 
+@pytest.mark.mpi
 def test_init_of_a_global_tensor_does_not_depend_on_the_layout() -> None:
     everyone = flow.placement("cpu", list(range(SIZE)))
     shape = (3 * SIZE + 1, 5)

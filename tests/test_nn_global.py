@@ -13,6 +13,8 @@ import mpiflow as flow
 import mpiflow.nn as nn
 from mpiflow.autograd import no_grad
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 ALL = flow.placement("cpu", list(range(SIZE)))
 S0, S1, B = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast
@@ -110,9 +112,8 @@ def test_model_parallel_mlp_matches_one_process() -> None:
         assert_allclose(p.grad.numpy(), want, rtol=1e-4, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.mpi(min_size=4)
 def test_two_dimensional_mesh_data_and_model_parallel() -> None:
-    if SIZE != 4:
-        pytest.skip("needs a 2 x 2 mesh")
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     x, y = data(6, 6, seed=4), labels(6, 3, seed=5)
     net = mlp()

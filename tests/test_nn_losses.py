@@ -186,6 +186,7 @@ def test_one_hot_and_functional_layers() -> None:
                     / numpy.sqrt(x.var(1, keepdims=True) + 1e-5), rtol=1e-8)
 
 
+@pytest.mark.mpi
 def test_losses_of_a_split_batch_are_global_scalars_equal_to_local() -> None:
     n = 3 * SIZE + 1
     x = data(n, 4, seed=12)

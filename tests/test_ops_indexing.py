@@ -90,6 +90,7 @@ def test_local_setitem_with_tensors_and_casts() -> None:
 
 
 # -- global getitem ----------------------------------------------------------------------------
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, B, P], ids=str)
 def test_global_getitem_matches_numpy(sbp: Any) -> None:
     a = full((N, 5))
@@ -100,6 +101,7 @@ def test_global_getitem_matches_numpy(sbp: Any) -> None:
         assert_array_equal(out.numpy(), a[index], err_msg=f"{sbp} {index!r}")
 
 
+@pytest.mark.mpi
 def test_global_getitem_with_empty_shards() -> None:
     a = full((max(SIZE - 1, 1), 3, 2))
     for sbp in (S0, S1, S2):
@@ -108,6 +110,7 @@ def test_global_getitem_with_empty_shards() -> None:
             assert_array_equal(x[index].numpy(), a[index])
 
 
+@pytest.mark.mpi
 def test_full_slices_keep_the_split_without_communication() -> None:
     a = full((N, N, 3))
     x0, x1, xp = make(a, S0), make(a, S1), make(a, P)
@@ -121,6 +124,7 @@ def test_full_slices_keep_the_split_without_communication() -> None:
     assert_array_equal(cases[4][0].numpy(), a[-1, :, None, 1:])
 
 
+@pytest.mark.mpi
 def test_split_dims_indexed_otherwise_are_gathered() -> None:
     a = full((N, 4))
     x = make(a, S0)
@@ -141,6 +145,7 @@ GLOBAL_SETS: list[tuple[Any, Any]] = [
 ]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, B, P], ids=str)
 def test_global_setitem_matches_numpy(sbp: Any) -> None:
     a = full((N, 4))
@@ -156,6 +161,7 @@ def test_global_setitem_matches_numpy(sbp: Any) -> None:
         assert_array_equal(x.numpy(), want, err_msg=f"{sbp} step {step}: {index!r}")
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, B, P], ids=str)
 def test_global_setitem_with_tensor_values(sbp: Any) -> None:
     a = full((N, 5))
@@ -174,6 +180,7 @@ def test_global_setitem_with_tensor_values(sbp: Any) -> None:
     assert_array_equal(x.numpy(), want)
 
 
+@pytest.mark.mpi
 def test_basic_setitem_communicates_only_for_a_global_value() -> None:
     a = full((N, 4))
     for sbp in (S0, S1, P):
@@ -184,6 +191,7 @@ def test_basic_setitem_communicates_only_for_a_global_value() -> None:
         assert sum(calls.values()) == 0, (sbp, calls)
 
 
+@pytest.mark.mpi
 def test_global_setitem_on_a_subset_placement_and_errors() -> None:
     first = flow.placement("cpu", [0])
     x = flow.tensor(full((3, 2)), placement=first, sbp=S0)
@@ -200,11 +208,10 @@ def test_global_setitem_on_a_subset_placement_and_errors() -> None:
 
 
 # -- 2x2 mesh ----------------------------------------------------------------------------------
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("sbp", [(S0, S1), (S0, S0), (S1, B), (P, S0), (S1, P)],
                          ids=lambda s: "".join(map(str, s)))
 def test_two_dimensional_mesh(sbp: tuple[Any, ...]) -> None:
-    if SIZE != 4:
-        pytest.skip("a 2x2 mesh needs 4 ranks")
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     a = full((7, 5))
     x = flow.tensor(a, placement=mesh, sbp=tuple(B if s == P else s for s in sbp))

@@ -73,6 +73,7 @@ def test_local_matches_numpy(shapes: tuple[tuple[int, ...], tuple[int, ...]]) ->
     check(flow.tensor(a).matmul(flow.tensor(b)), want)
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("shapes", SHAPES, ids=shape_id)
 def test_global_matches_numpy_for_every_pair_of_layouts(
         shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
@@ -86,6 +87,7 @@ def test_global_matches_numpy_for_every_pair_of_layouts(
 LAYOUTS_2D = [(S0, B, S0), (B, S1, S1), (S1, S0, P), (P, B, P), (B, P, P), (B, B, B)]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sa,sb,out", LAYOUTS_2D, ids=lambda s: str(s))
 def test_2d_signatures_need_no_communication(sa: Any, sb: Any, out: Any) -> None:
     a, b = full((ODD, 5), 5), full((5, ODD), 6)
@@ -97,6 +99,7 @@ def test_2d_signatures_need_no_communication(sa: Any, sb: Any, out: Any) -> None
     check(z, a @ b)
 
 
+@pytest.mark.mpi
 def test_batched_signatures() -> None:
     a, b = full((ODD, 2, 3), 7), full((ODD, 3, 4), 8)
     with count_collectives() as calls:
@@ -113,6 +116,7 @@ def test_batched_signatures() -> None:
     check(z, numpy.matmul(broadcast_batch, b))
 
 
+@pytest.mark.mpi
 def test_vector_signatures() -> None:
     v, m = full((ODD,), 10), full((ODD, 3), 11)
     assert flow.dot(glob(v, S0), glob(v, S0)).sbp == (P,)
@@ -121,13 +125,14 @@ def test_vector_signatures() -> None:
     assert flow.mv(glob(m.T.copy(), S0), glob(v, B)).sbp == (S0,)
 
 
+@pytest.mark.mpi
 def test_mismatched_layouts_are_redistributed() -> None:
     a, b = full((ODD, 4), 12), full((4, 3), 13)
     for sa, sb in ((S0, S0), (S0, S1), (B, S0), (S1, B), (P, P), (P, S1)):
         check(glob(a, sa) @ glob(b, sb), a @ b)
 
 
-@pytest.mark.skipif(SIZE != 4, reason="the 2x2 mesh needs 4 ranks")
+@pytest.mark.mpi(min_size=4)
 def test_2d_mesh() -> None:
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     a, b = full((7, 5), 14), full((5, 6), 15)
@@ -141,6 +146,7 @@ def test_2d_mesh() -> None:
     check(glob(batched, (S0, S2), mesh) @ glob(b, (B, S0), mesh), numpy.matmul(batched, b))
 
 
+@pytest.mark.mpi
 def test_empty_shards() -> None:
     a, b = full((2, 3), 17), full((3, 2), 18)  # fewer rows than ranks at 3 and 4 ranks
     for sa, sb in ((S0, B), (S1, S0), (B, S1), (S0, S0)):
@@ -149,6 +155,7 @@ def test_empty_shards() -> None:
 
 
 # -- the named products --------------------------------------------------------------------
+@pytest.mark.mpi
 def test_mm_bmm_dot_mv_outer() -> None:
     m, n = full((3, 4), 19), full((4, 2), 20)
     u, v = full((4,), 21), full((3,), 22)
@@ -188,6 +195,7 @@ def test_errors_name_the_shapes() -> None:
         flow.outer(m, m)
 
 
+@pytest.mark.mpi
 def test_dtypes_and_numpy_operands() -> None:
     ints = full((3, 4), 25, numpy.int64)
     floats = full((4, 2), 26, numpy.float32)
@@ -204,6 +212,7 @@ def test_dtypes_and_numpy_operands() -> None:
 
 
 # -- norms (composites of elementwise ops and reductions) ----------------------------------
+@pytest.mark.mpi
 def test_norms() -> None:
     value = full((ODD, 3), 27) / 2
     for t in (flow.tensor(value), glob(value, S0), glob(value, S1), glob(value, P)):

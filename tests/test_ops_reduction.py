@@ -122,6 +122,7 @@ def test_local(name: str) -> None:
     check(fn(flow.tensor(value)), ref(value))
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, B, P], ids=str)
 @pytest.mark.parametrize("name", list(CASES))
 def test_global_matches_numpy(name: str, sbp: Any) -> None:
@@ -134,6 +135,7 @@ SMALL = ["sum0", "mean0-keep", "prod0", "amax0", "amin0", "max0", "argmax0", "al
          "var0", "logsumexp0", "softmax0", "cumsum0", "norm0", "min1-keep", "softmax1"]
 
 
+@pytest.mark.mpi
 @pytest.mark.filterwarnings("ignore:.*:RuntimeWarning")  # numpy's var of one row
 @pytest.mark.parametrize("name", SMALL)
 def test_global_with_empty_shards(name: str) -> None:
@@ -144,6 +146,7 @@ def test_global_with_empty_shards(name: str) -> None:
     check(fn(glob(value[:1], S0)), ref(value[:1]))
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("name", ["sum0", "amax0", "argmax0", "softmax1", "var0", "norm"])
 def test_global_on_part_of_the_world(name: str) -> None:
     """Ranks outside the placement take part in collectives but hold empty shards."""
@@ -158,6 +161,7 @@ def sbp_of(t: flow.Tensor) -> tuple[Any, ...]:
     return tuple(t.sbp)
 
 
+@pytest.mark.mpi
 def test_sum_over_a_split_dim_is_partial_and_elsewhere_stays_split() -> None:
     x = glob(full((ODD, 4, 3)), S0)
     assert sbp_of(x.sum()) == (P,)
@@ -173,6 +177,7 @@ def test_sum_over_a_split_dim_is_partial_and_elsewhere_stays_split() -> None:
     assert sbp_of(p.mean()) == (P,)
 
 
+@pytest.mark.mpi
 def test_partial_results_finish_on_conversion() -> None:
     value = full((ODD, 3))
     x = glob(value, S0)
@@ -181,6 +186,7 @@ def test_partial_results_finish_on_conversion() -> None:
     assert_allclose(x.sum(0).to_global(sbp=B).to_local().numpy(), value.sum(0), rtol=1e-5)
 
 
+@pytest.mark.mpi
 def test_max_and_min_over_a_split_dim_are_partial_max_and_min() -> None:
     x = glob(full((ODD, 3)), S0)
     assert sbp_of(x.amax(0)) == (PMAX,)
@@ -193,6 +199,7 @@ def test_max_and_min_over_a_split_dim_are_partial_max_and_min() -> None:
     assert sbp_of(x.amax(0).amax()) == (PMAX,)  # P(max) -> P(max)
 
 
+@pytest.mark.mpi
 def test_ops_along_a_dim_never_split_it() -> None:
     x = glob(full((ODD, 4)), S0)
     assert sbp_of(x.softmax(1)) == (S0,)
@@ -208,6 +215,7 @@ def test_ops_along_a_dim_never_split_it() -> None:
     assert sbp_of(glob(full((3, 4)), P).cumsum(0)) == (P,)
 
 
+@pytest.mark.mpi
 def test_sum_over_a_split_dim_communicates_nothing() -> None:
     x = glob(full((ODD, 3)), S0)
     with count_collectives() as calls:
@@ -224,7 +232,7 @@ MESH_CASES = ["sum", "sum0", "sum1", "mean1", "amax0", "max0", "argmax", "softma
 MESH_SBPS = [(S0, S1), (S0, S0), (B, S0), (P, S1), (S1, P)]
 
 
-@pytest.mark.skipif(SIZE != 4, reason="the 2x2 mesh needs 4 ranks")
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("sbp", MESH_SBPS, ids=lambda s: "".join(map(str, s)))
 @pytest.mark.parametrize("name", MESH_CASES)
 def test_global_on_a_2d_mesh(name: str, sbp: tuple[Any, ...]) -> None:
@@ -233,7 +241,7 @@ def test_global_on_a_2d_mesh(name: str, sbp: tuple[Any, ...]) -> None:
     check(fn(glob(value, sbp, flow.placement("cpu", [[0, 1], [2, 3]]))), ref(value))
 
 
-@pytest.mark.skipif(SIZE != 4, reason="the 2x2 mesh needs 4 ranks")
+@pytest.mark.mpi(min_size=4)
 def test_2d_mesh_layouts_per_axis() -> None:
     x = glob(full((9, 5)), (S0, S1), flow.placement("cpu", [[0, 1], [2, 3]]))
     assert sbp_of(x.sum(0)) == (P, S0)
@@ -279,6 +287,7 @@ def test_dtype_rules() -> None:
     assert ints.softmax(0, dtype=flow.float64).dtype == flow.float64
 
 
+@pytest.mark.mpi
 def test_integer_reductions_are_exact_on_global_tensors() -> None:
     value = numpy.arange(ODD * 3, dtype=numpy.int32).reshape(ODD, 3)
     for sbp in (S0, S1, P):
@@ -340,6 +349,7 @@ def test_max_with_a_tensor_is_elementwise_and_results_are_named() -> None:
 
 
 # -- numerics ------------------------------------------------------------------------------
+@pytest.mark.mpi
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # log(0) of all -inf
 def test_softmax_and_logsumexp_are_stable() -> None:
     big = numpy.array([[1000.0, 1000.0, -1000.0], [-1e4, 0.0, 1e4]], numpy.float32)
@@ -351,6 +361,7 @@ def test_softmax_and_logsumexp_are_stable() -> None:
     assert neg.logsumexp(0).item() == -math.inf
 
 
+@pytest.mark.mpi
 def test_var_is_two_pass_and_handles_small_counts() -> None:
     shifted = full((ODD,), numpy.float64) + 1e8
     for t in (flow.tensor(shifted), glob(shifted, S0)):

@@ -143,6 +143,7 @@ GLOBAL_CASES: list[tuple[str, Callable[[Any], Any], Callable[[numpy.ndarray], An
 ]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, B, P], ids=str)
 @pytest.mark.parametrize(("name", "op", "ref"), GLOBAL_CASES, ids=[c[0] for c in GLOBAL_CASES])
 def test_global_ops_match_numpy(name: str, op: Any, ref: Any, sbp: Any) -> None:
@@ -152,6 +153,7 @@ def test_global_ops_match_numpy(name: str, op: Any, ref: Any, sbp: Any) -> None:
     assert_array_equal(out.numpy(), ref(a))
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, S1, P], ids=str)
 def test_global_ops_with_empty_shards(sbp: Any) -> None:
     a = full((max(SIZE - 1, 1), 2))  # fewer rows than ranks
@@ -162,6 +164,7 @@ def test_global_ops_with_empty_shards(sbp: Any) -> None:
     assert_array_equal(x[..., None].squeeze(-1).flip(1).numpy(), a[:, ::-1])
 
 
+@pytest.mark.mpi
 def test_splits_stay_splits_without_communication() -> None:
     a = full((N, 2 * N))
     x0, x1, xp = make(a, S0), make(a, S1), make(a, P)
@@ -179,6 +182,7 @@ def test_splits_stay_splits_without_communication() -> None:
     assert_array_equal(results["reshape"][0].numpy(), a.reshape(N, 2, N))
 
 
+@pytest.mark.mpi
 def test_reshape_keeps_a_split_only_where_shards_coincide() -> None:
     a = full((2 * SIZE, 4))
     y = make(a, S0).reshape(-1)            # rows of 4 split evenly: boundaries coincide
@@ -193,6 +197,7 @@ def test_reshape_keeps_a_split_only_where_shards_coincide() -> None:
     assert_array_equal(w.numpy(), b.reshape(-1, 2, 2))
 
 
+@pytest.mark.mpi
 def test_split_of_a_split_dim_gathers_once() -> None:
     a = full((N, 3))
     with count_collectives() as calls:
@@ -204,6 +209,7 @@ def test_split_of_a_split_dim_gathers_once() -> None:
         assert_array_equal(got.numpy(), want)
 
 
+@pytest.mark.mpi
 def test_global_errors_are_raised_everywhere() -> None:
     x = make(full((N, 2)), S0)
     with pytest.raises(RuntimeError, match="invalid"):
@@ -216,10 +222,9 @@ def test_global_errors_are_raised_everywhere() -> None:
 MESH_LAYOUTS = [(S0, S1), (S1, S0), (S0, S0), (B, S1), (P, S0), (S1, P)]
 
 
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("sbp", MESH_LAYOUTS, ids=lambda s: "".join(map(str, s)))
 def test_two_dimensional_mesh(sbp: tuple[Any, ...]) -> None:
-    if SIZE != 4:
-        pytest.skip("a 2x2 mesh needs 4 ranks")
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     for shape in ((8, 4), (6, 5)):
         a = full(shape)

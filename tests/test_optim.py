@@ -104,6 +104,7 @@ ADAM_CASES = [
 ]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("options", SGD_CASES)
 def test_sgd_matches_pytorch_formulas(options: dict) -> None:
     p0, gs = start(), grads()
@@ -112,6 +113,7 @@ def test_sgd_matches_pytorch_formulas(options: dict) -> None:
         assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f"step {step}")
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("options", ADAM_CASES)
 def test_adam_and_adamw_match_pytorch_formulas(options: dict) -> None:
     p0, gs = start(), grads()
@@ -125,6 +127,7 @@ def test_adam_and_adamw_match_pytorch_formulas(options: dict) -> None:
     assert optim.AdamW([nn.Parameter(flow.zeros(1))]).defaults["weight_decay"] == 0.01
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [S0, B])
 def test_global_parameters_keep_their_layout_and_match_local(sbp: object) -> None:
     p0, gs = start(), grads()
@@ -218,6 +221,7 @@ def test_state_dict_structure_and_resume() -> None:
         optim.Adam([a]).load_state_dict(state)
 
 
+@pytest.mark.mpi
 def test_state_dict_moves_between_local_and_global_parameters() -> None:
     p0, gs = start(), grads()
     local, opt, _ = run(lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), p0, gs[:2])
@@ -232,6 +236,7 @@ def test_state_dict_moves_between_local_and_global_parameters() -> None:
     assert back.state[back.param_groups[0]["params"][0]]["momentum_buffer"].is_local
 
 
+@pytest.mark.mpi
 def test_training_a_global_data_parallel_model_matches_local_training() -> None:
     n = 2 * SIZE + 3
     rng = numpy.random.default_rng(4)

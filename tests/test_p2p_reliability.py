@@ -16,6 +16,8 @@ import mpiflow.distributed as dist
 from mpiflow.communication.group import ProcessGroup, world_comm
 from mpiflow.communication.mpi import TAG_UB
 
+pytestmark = pytest.mark.mpi
+
 RANK, WORLD = world_comm.rank, world_comm.size
 needs_two = pytest.mark.mpi(min_size=2)
 needs_three = pytest.mark.mpi(min_size=3)

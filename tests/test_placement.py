@@ -11,6 +11,7 @@ from boxing_helpers import SIZE, fake_world  # noqa: F401 - a fixture
 from mpiflow.placement import Placement, placement
 
 
+@pytest.mark.mpi
 def test_all_is_every_world_rank() -> None:
     p = Placement.all("cpu")
     assert p.ranks.tolist() == list(range(SIZE)) and p.mesh_shape == (SIZE,) and p.ndim == 1
@@ -18,6 +19,7 @@ def test_all_is_every_world_rank() -> None:
     assert all(r in p for r in range(SIZE)) and SIZE not in p
 
 
+@pytest.mark.mpi
 def test_rank_outside_the_world_is_refused() -> None:
     with pytest.raises(ValueError, match=rf"\[{SIZE}\] are not all ranks of the world"):
         Placement("cpu", [SIZE])

@@ -33,6 +33,8 @@ from mpiflow.communication.group import world_comm
 from mpiflow.placement import Placement
 from mpiflow.sbp import Partial, SbpParallel, Split
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = world_comm.rank, world_comm.size
 S0, S1, B = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast
 P, PMAX, PMIN = flow.sbp.partial_sum, flow.sbp.partial_max, flow.sbp.partial_min

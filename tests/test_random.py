@@ -65,6 +65,7 @@ def _check_layout(name: str, shape: tuple[int, ...], placement: flow.placement,
 
 
 # -- one logical value whatever the layout ----------------------------------------------------
+@pytest.mark.mpi
 @pytest.mark.parametrize("name", list(FACTORIES))
 @pytest.mark.parametrize("sbp", [split(0), split(1), broadcast], ids=str)
 @pytest.mark.parametrize("shape", [(ODD, 5), (4, ODD), (1, 3)], ids=str)
@@ -72,7 +73,7 @@ def test_global_value_equals_local_value(name: str, sbp: Any, shape: tuple[int, 
     _check_layout(name, shape, ALL, sbp)
 
 
-@pytest.mark.skipif(WORLD != 4, reason="a (2, 2) mesh needs 4 ranks")
+@pytest.mark.mpi(min_size=4)
 @pytest.mark.parametrize("name", ["randn", "rand", "randint"])
 @pytest.mark.parametrize("sbp", [(split(0), split(1)), (broadcast, split(0)),
                                  (split(0), split(0)), (split(1), broadcast),
@@ -82,7 +83,7 @@ def test_global_value_on_a_2d_mesh(name: str, sbp: tuple[Any, ...]) -> None:
     _check_layout(name, (2 * ODD + 1, 7), mesh, sbp)
 
 
-@pytest.mark.skipif(WORLD != 4, reason="a (2, 2) mesh needs 4 ranks")
+@pytest.mark.mpi(min_size=4)
 def test_ranks_along_a_broadcast_axis_hold_equal_shards() -> None:
     # OneFlow's example: 4 rows, (B, S0) on [[0, 1], [2, 3]]: ranks 0, 2 rows 0-1; 1, 3 rows 2-3
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
@@ -92,6 +93,7 @@ def test_ranks_along_a_broadcast_axis_hold_equal_shards() -> None:
     assert_array_equal(g.to_local().numpy(), local[rows])
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [split(0), broadcast], ids=str)
 def test_randperm_is_the_same_permutation_on_every_layout(sbp: Any) -> None:
     g = _twice(lambda: flow.randperm(ODD, placement=ALL, sbp=sbp))[0]
@@ -101,6 +103,7 @@ def test_randperm_is_the_same_permutation_on_every_layout(sbp: Any) -> None:
     assert local.dtype == numpy.int64
 
 
+@pytest.mark.mpi
 def test_a_placement_on_some_ranks_keeps_every_counter_in_step() -> None:
     last = flow.placement("cpu", [WORLD - 1])
     flow.manual_seed(7)
@@ -114,6 +117,7 @@ def test_a_placement_on_some_ranks_keeps_every_counter_in_step() -> None:
         assert g.to_local().numel() == 0
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("shape", [(0, 3), (ODD, 0), (0,)], ids=str)
 @pytest.mark.parametrize("sbp", [split(0), broadcast], ids=str)
 def test_zero_size_dims(shape: tuple[int, ...], sbp: Any) -> None:
@@ -122,6 +126,7 @@ def test_zero_size_dims(shape: tuple[int, ...], sbp: Any) -> None:
     assert flow.rand(*shape).numpy().shape == shape
 
 
+@pytest.mark.mpi
 def test_zero_dim_tensor() -> None:
     g = _twice(lambda: flow.rand((), placement=ALL, sbp=broadcast))[0]
     local = _twice(lambda: flow.rand(()))[0]
@@ -129,6 +134,7 @@ def test_zero_dim_tensor() -> None:
     assert g.numpy() == local.numpy()
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("make", [
     lambda **kw: flow.rand(3, 4, **kw),
     lambda **kw: flow.randn(3, 4, **kw),
@@ -173,6 +179,7 @@ def test_state_round_trips() -> None:
         flow.set_rng_state([1, 2, 3])
 
 
+@pytest.mark.mpi
 def test_a_generator_is_independent_of_the_default_one() -> None:
     flow.manual_seed(1)
     g = flow.Generator().manual_seed(1)
@@ -199,6 +206,7 @@ def test_seed_values() -> None:
         flow.manual_seed(2**64)
 
 
+@pytest.mark.mpi
 def test_seed_is_the_same_on_every_rank(comm: Any) -> None:
     value = flow.seed()
     assert flow.initial_seed() == value and 0 <= value < 2**63
@@ -291,6 +299,7 @@ def test_requires_grad() -> None:
 
 
 # -- like forms and in place ------------------------------------------------------------------
+@pytest.mark.mpi
 def test_like_forms_keep_shape_dtype_and_layout() -> None:
     t = flow.zeros(ODD, 3, dtype=flow.float64, placement=ALL, sbp=split(0))
     for like in (flow.rand_like(t), flow.randn_like(t)):
@@ -302,6 +311,7 @@ def test_like_forms_keep_shape_dtype_and_layout() -> None:
     assert flow.rand_like(t, dtype=flow.float16, sbp=broadcast, placement=ALL).sbp == (broadcast,)
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sbp", [split(0), split(1), broadcast], ids=str)
 def test_in_place_fills_match_the_local_value(sbp: Any) -> None:
     shape = (ODD, 4)
@@ -327,6 +337,7 @@ def test_in_place_uniform_matches_rand_and_stays_below_the_bound() -> None:
         assert x.min() >= 1.0 and x.max() < 1.001 + 1e-12
 
 
+@pytest.mark.mpi
 def test_in_place_on_a_partial_tensor_is_refused() -> None:
     t = flow.zeros(3, placement=ALL, sbp=partial_sum)
     with pytest.raises(ValueError, match="partial"):
@@ -415,7 +426,6 @@ _CHECKSUM_JOB = textwrap.dedent("""
 """)
 
 
-@pytest.mark.single_process
 def test_a_job_of_three_ranks_reproduces_a_job_of_one() -> None:
     sums = []
     for ranks in (1, 3):

@@ -1,8 +1,8 @@
 """The science examples: correct at every rank count, and the same summary whatever the count.
 
-In-process tests (every rank, collectively) check each example's pieces against numpy on the
-whole problem. The ``single_process`` tests run each example as its own job at 1, 2, 3 and 4
-ranks and compare the summary lines, and check that ``--plot`` writes a PNG.
+In-process tests (``mpi``: every rank, collectively) check each example's pieces against numpy
+on the whole problem. The unmarked tests (1-rank session only) run each example as its own job
+at 1, 2, 3 and 4 ranks and compare the summary lines, and check that ``--plot`` writes a PNG.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def load(name: str) -> ModuleType:
 
 
 # -- in-process, at the suite's rank count ---------------------------------------------------------
+@pytest.mark.mpi
 def test_heat2d_field_is_bitwise_the_numpy_stencil() -> None:
     heat2d = load("heat2d")
     ny, nx, alpha = 2 * SIZE + 3, 7, 0.2
@@ -47,6 +48,7 @@ def test_heat2d_field_is_bitwise_the_numpy_stencil() -> None:
     numpy.testing.assert_array_equal(u.numpy(), field)
 
 
+@pytest.mark.mpi
 def test_banded_matvec_matches_the_dense_matrix() -> None:
     cg = load("cg")
     ny, nx = 3, 2 * SIZE + 1            # shards shorter than the halo width at 4 ranks
@@ -65,6 +67,7 @@ def test_banded_matvec_matches_the_dense_matrix() -> None:
     numpy.testing.assert_allclose(y.numpy(), dense @ x, rtol=1e-14, atol=1e-14)
 
 
+@pytest.mark.mpi
 def test_cg_solves_the_poisson_problem() -> None:
     cg = load("cg")
     ny, nx = 5, 6
@@ -79,6 +82,7 @@ def test_cg_solves_the_poisson_problem() -> None:
     assert numpy.linalg.norm(residual) <= 1e-11 * numpy.linalg.norm(b_full)
 
 
+@pytest.mark.mpi
 def test_kmeans_matches_lloyd_in_numpy() -> None:
     kmeans = load("kmeans")
     n, k = 6 * SIZE + 5, 3
@@ -99,6 +103,7 @@ def test_kmeans_matches_lloyd_in_numpy() -> None:
     assert iterations >= 1
 
 
+@pytest.mark.mpi
 def test_make_points_does_not_depend_on_the_rank_count() -> None:
     kmeans = load("kmeans")
     points = kmeans.make_points(23, 4, WORLD, seed=5).numpy()
@@ -106,6 +111,7 @@ def test_make_points_does_not_depend_on_the_rank_count() -> None:
     numpy.testing.assert_array_equal(points, alone)
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("name", SCIENCE)
 def test_main_returns_the_summary(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     summary = load(name).main([])
@@ -127,7 +133,6 @@ def run_example(name: str, ranks: int, *args: str, timeout: float = 120) -> str:
     return job.stdout
 
 
-@pytest.mark.single_process
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", SCIENCE)
 def test_the_summary_is_the_same_at_1_to_4_ranks(name: str) -> None:
@@ -137,7 +142,6 @@ def test_the_summary_is_the_same_at_1_to_4_ranks(name: str) -> None:
     assert "NOT" not in lines[1]
 
 
-@pytest.mark.single_process
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", SCIENCE)
 def test_plot_writes_a_png(name: str, tmp_path: pathlib.Path) -> None:
@@ -150,7 +154,6 @@ def test_plot_writes_a_png(name: str, tmp_path: pathlib.Path) -> None:
     assert png.stat().st_size > 5000
 
 
-@pytest.mark.single_process
 def test_bigger_problems_through_the_flags() -> None:
     out = run_example("cg", 3, "--nx", "12", "--ny", "9", "--tol", "1e-10")
     assert "cg n=108 (9x12): converged" in out

@@ -10,6 +10,8 @@ import mpiflow.distributed as dist
 from mpiflow.communication import count_collectives
 from mpiflow.parallel.packing import make_buckets
 
+pytestmark = pytest.mark.mpi
+
 RANK, SIZE = dist.get_rank(), dist.get_world_size()
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import numpy
+import pytest
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
 import mpiflow.distributed as dist
+
+pytestmark = pytest.mark.mpi
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 

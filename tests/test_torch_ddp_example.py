@@ -25,7 +25,6 @@ def run_example(ranks: int) -> float:
     return float(last.split()[-1])
 
 
-@pytest.mark.single_process
 @pytest.mark.timeout(360)
 def test_torch_ddp_reaches_90_percent_at_1_and_4_ranks_alike() -> None:
     for module, extra in (("torch", "torch"), ("sklearn", "examples")):

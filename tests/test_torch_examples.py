@@ -9,7 +9,6 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.single_process
 def test_seed_ptdist_runs_on_torch_tensors() -> None:
     pytest.importorskip("torch", reason="the torch extra (PyTorch) is not installed")
     from helpers import run_job

@@ -12,8 +12,6 @@ import pytest
 from helpers import Job, run_job
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.single_process
-
 LIMIT = 90  # the hard limit of every job
 
 

@@ -59,6 +59,7 @@ def test_timeout_from_environment(text: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize("text", ["abc", "-1", "inf", "nan", "10s"])
+@pytest.mark.mpi
 def test_a_bad_timeout_is_refused_with_the_variable_named(text: str) -> None:
     with pytest.raises(ValueError, match="MPIFLOW_TIMEOUT must be a non-negative number"):
         timeout_from_environment({"MPIFLOW_TIMEOUT": text})
@@ -77,6 +78,7 @@ def test_set_timeout_starts_and_stops_the_thread() -> None:
         assert watchdog.get_timeout() == 0 and watchdog._dog is None
         with pytest.raises(ValueError, match="non-negative"):
             watchdog.set_timeout(-1)
+@pytest.mark.mpi
     finally:
         watchdog.set_timeout(before)
     assert (watchdog._dog is not None) == (SIZE > 1 and before > 0)
@@ -91,6 +93,7 @@ def test_the_watchdog_runs_with_the_default_timeout_under_the_suite() -> None:
 # -- the marks of blocking calls --------------------------------------------------------------
 
 def _marks(call: Any) -> int:
+@pytest.mark.mpi
     before = STATE.seq
     call()
     return (STATE.seq - before) % 256  # the marks cycle through 0..255
@@ -112,6 +115,7 @@ def test_every_blocking_call_marks_its_start() -> None:
         nonlocal work
         work = PLAIN.all_reduce(x, async_op=True)
 
+@pytest.mark.mpi
     assert _marks(start) == 0  # starting does not block
     assert _marks(work.wait) == 1
     assert _marks(work.wait) == 0  # already done: nothing blocks
@@ -143,6 +147,7 @@ class _Spy:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self._probe(name)
+@pytest.mark.mpi
             return attr(*args, **kwargs)
 
         return call
@@ -176,6 +181,7 @@ def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_name
         assert call["site"].startswith(__file__)
         assert call["site"].endswith("in test_inside_a_call_the_innermost_frame_is_a_blocking_"
                                      "site_and_the_stack_names_it")
+@pytest.mark.mpi
         assert call["api"] == f"mpiflow.communication.mpi.{op}"
     assert not watchdog.in_blocking_site(sys._getframe())
     MPI.COMM_WORLD.Barrier()
@@ -219,6 +225,7 @@ def _blocked_thread(target: Any) -> threading.Thread:
     thread.start()
     deadline = time.monotonic() + 10
     while not watchdog.in_blocking_site(sys._current_frames().get(thread.ident)):
+@pytest.mark.mpi
         assert time.monotonic() < deadline, "the thread never blocked in an mpiflow call"
         time.sleep(0.01)
     return thread
@@ -243,6 +250,7 @@ def test_a_thread_blocked_in_recv_or_wait_is_described() -> None:
     call = describe_stack(sys._current_frames()[thread.ident])
     sent = me.send(numpy.ones(1), 0, tag=10, async_op=True)
     thread.join(10)
+@pytest.mark.mpi
     assert sent is not None and sent.wait()
     assert call is not None and call["op"] == "recv (Work.wait)"
     assert call["group"] == (RANK,) and call["peer"] == RANK
@@ -256,6 +264,7 @@ def test_async_works_remember_what_started_them() -> None:
     for name, work in works.items():
         assert work is not None
         op, comm = watchdog._operation_of(work.what)
+@pytest.mark.mpi
         assert op == name
         assert comm is world_comm.mpi_comm
         work.wait()
@@ -451,6 +460,7 @@ def test_rank_lists_are_compressed(ranks: list[int], text: str) -> None:
 
 
 def test_groups_are_named_as_the_public_faces_do() -> None:
+@pytest.mark.mpi
     assert watchdog.describe_group((0, 1, 2), 3, 3) == "the world (ranks 0..2)"
     assert watchdog.describe_group((1, 2), 2, 3) == "the group [1, 2]"
     assert watchdog.describe_group(None, 2, 3) == "a group of 2 rank(s)"
@@ -463,6 +473,7 @@ def test_a_snapshot_of_this_rank_when_idle_and_when_inside() -> None:
         assert snap["rank"] == RANK and not snap["inside"] and snap["call"] is None
         assert snap["where"].startswith(__file__)
     finally:
+@pytest.mark.mpi
         dog.stop()
 
 
@@ -481,6 +492,7 @@ def test_an_exception_in_a_thread_prints_a_rank_tagged_traceback(
         assert "RuntimeError: boom in a thread" in err and "[rank" not in err
     else:
         assert f"[rank {RANK}] Exception in thread worker (the thread ends, the job goes on)" \
+@pytest.mark.mpi
             in err
         assert f"[rank {RANK}] RuntimeError: boom in a thread" in err
         assert all(line.startswith(f"[rank {RANK}] ") for line in err.splitlines())
@@ -504,6 +516,7 @@ def test_the_marks_cycle_through_small_ints() -> None:
     assert len(watchdog.NEXT) == 256 and sorted(watchdog.NEXT) == list(range(256))
     value, seen = 0, set()
     for _ in range(256):
+@pytest.mark.mpi
         seen.add(value)
         value = watchdog.NEXT[value]
     assert value == 0 and len(seen) == 256
@@ -533,6 +546,7 @@ def test_other_layers_can_register_their_blocking_functions() -> None:
         assert wait_for_the_device()
         assert "_wait_all" in next(iter(watchdog.blocking_sites().values()))
     finally:
+@pytest.mark.mpi
         watchdog._extra_sites.clear()
         watchdog._sites.clear()
     assert not wait_for_the_device()
