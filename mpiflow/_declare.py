@@ -18,6 +18,7 @@ import builtins
 import collections.abc
 import inspect
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Callable
@@ -150,16 +151,30 @@ def _wrap(head: str, parts: list[str], tail: str) -> list[str]:
     return lines
 
 
+def _summary(fn: Any) -> list[str]:
+    """The first paragraph of ``fn``'s docstring as the body of a declaration (or ``...``)."""
+    doc = inspect.getdoc(fn)
+    body = _INDENT + "    "
+    if not doc:
+        return [body + "..."]
+    text = " ".join(doc.split("\n\n", 1)[0].split())
+    quote = 'r"""' if "\\" in text else '"""'
+    lines = textwrap.wrap(quote + text + '"""', _WIDTH - len(body), break_long_words=False,
+                          break_on_hyphens=False)
+    return [body + line for line in lines]
+
+
 def _declaration(name: str, value: Any, shadowed: set[str]) -> list[str]:
     if isinstance(value, property):
         assert value.fget is not None
         result = _annotation(value.fget, inspect.signature(value.fget).return_annotation,
                              shadowed)
-        return [f"{_INDENT}@property", f"{_INDENT}def {name}(self) -> {result}: ..."]
+        return [f"{_INDENT}@property", f"{_INDENT}def {name}(self) -> {result}:",
+                *_summary(value.fget)]
     result = _annotation(value, inspect.signature(value).return_annotation, shadowed)
     ignore = "  # type: ignore[override]" if name in _OVERRIDES else ""
-    return _wrap(f"{_INDENT}def {name}", _parameters(value, shadowed),
-                 f" -> {result}: ...{ignore}")
+    return [*_wrap(f"{_INDENT}def {name}", _parameters(value, shadowed),
+                   f" -> {result}:{ignore}"), *_summary(value)]
 
 
 def _source_module(value: Any) -> str:

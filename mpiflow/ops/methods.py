@@ -21,6 +21,7 @@ def _reflected(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tens
         return fn(other, self)  # the engine takes numbers in any operand position
 
     method.__name__ = method.__qualname__ = f"r{fn.__name__}"
+    method.__doc__ = f"``{fn.__name__}(other, self)``: the reflected operator."
     return method
 
 
@@ -29,6 +30,7 @@ def _inplace(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor
         return pw.assign_(self, fn(self, other))
 
     method.__name__ = method.__qualname__ = f"{fn.__name__}_"
+    method.__doc__ = f"``self = {fn.__name__}(self, other)`` in place; returns self."
     return method
 
 
