@@ -67,6 +67,7 @@ class no_grad(_GradMode):
     """Turn graph recording off (``with mpiflow.no_grad(): ...`` or as a decorator).
 
     Examples:
+        >>> x = flow.ones(2, requires_grad=True)
         >>> with flow.no_grad():
         ...     y = x * 2          # y.requires_grad is False
     """

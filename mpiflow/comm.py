@@ -201,6 +201,7 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
         ``dtype=torch.bfloat16``) arrives as a ``torch.Tensor`` of that dtype (on ``device``).
 
     Examples:
+        >>> rank = flow.env.get_rank()
         >>> if rank == 0: flow.comm.send(numpy.arange(3.0), dst=1)
         >>> if rank == 1: x = flow.comm.recv(0)     # array([0., 1., 2.])
     """

@@ -7,7 +7,7 @@ Examples:
     >>> import mpiflow as flow
     >>> flow.float32, flow.float32.itemsize
     (mpiflow.float32, 4)
-    >>> flow.as_dtype("float64") is flow.float64
+    >>> flow.dtypes.as_dtype("float64") is flow.float64
     True
 """
 

@@ -136,6 +136,7 @@ def halo_exchange(t: Tensor, width: int, *, periodic: bool = False, fill: Any = 
         ValueError: ``t`` is not split along one dim of a 1-D placement, or ``width < 0``.
 
     Examples:
+        >>> p = flow.placement.all("cpu")
         >>> u = flow.tensor(numpy.arange(12.0).reshape(6, 2), placement=p,
         ...                 sbp=flow.sbp.split(0))
         >>> ext = halo_exchange(u, 1, periodic=True)     # shape (rows + 2, 2)

@@ -445,8 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line entry point; returns the exit status.
 
     Examples:
-        >>> main(["-n", "2", "--timeout", "60", "examples/hello.py"])
-        0
+        >>> main(["-n", "2", "--timeout", "60", "no_such_job.py"])    # refused, said on stderr
+        2
     """
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:

@@ -247,6 +247,8 @@ def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
         ValueError: ``local`` does not have the shape its layout gives this rank.
 
     Examples:
+        >>> from mpiflow.sbp import broadcast, split
+        >>> rank = world_comm.rank             # 0 or 1
         >>> p = Placement("cpu", [0, 1])
         >>> redistribute(numpy.arange(2) + 2 * rank, (4,), Layout(p, split(0)),
         ...              Layout(p, broadcast))

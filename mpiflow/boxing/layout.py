@@ -28,6 +28,7 @@ def format_sbp(sbp: tuple[SbpParallel, ...]) -> str:
         The layouts' short strings in parentheses (a trailing comma for one entry).
 
     Examples:
+        >>> from mpiflow.sbp import split
         >>> format_sbp((split(1),))
         '(S(1),)'
     """

@@ -11,6 +11,8 @@ in bytes moved per rank plus a price per round of messages, no price for making 
 value where the target has one, fewer steps on ties, one-axis collectives before a Transfer).
 
 Examples:
+    >>> from mpiflow.placement import Placement
+    >>> from mpiflow.sbp import broadcast, split
     >>> p = Placement("cpu", [0, 1])
     >>> plan_redistribution((4, 4), 8, Layout(p, split(0)), Layout(p, broadcast))
     (AllGather(axis=0, dim=0),)
@@ -95,6 +97,7 @@ def conversion_cost(shape: Sequence[int], itemsize: int, src_sbp: SbpParallel,
         The cost in bytes.
 
     Examples:
+        >>> from mpiflow.sbp import broadcast, split
         >>> conversion_cost((4, 4), 8, split(0), broadcast, 2)
         64.0
     """
@@ -259,6 +262,8 @@ def plan_redistribution(shape: Sequence[int], dtype_itemsize: int, src: Layout,
         ValueError: a split dim the shape does not have, or a negative size.
 
     Examples:
+        >>> from mpiflow.placement import Placement
+        >>> from mpiflow.sbp import partial_sum, split
         >>> p = Placement("cpu", [0, 1])
         >>> plan_redistribution((4,), 4, Layout(p, partial_sum), Layout(p, split(0)))
         (ReduceScatter(axis=0, dim=0, op=SUM),)

@@ -254,7 +254,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
 
     Examples:
         >>> out = [numpy.empty(2) for _ in range(dist.get_world_size())]
-        >>> dist.all_gather(out, numpy.full(2, dist.get_rank()))
+        >>> dist.all_gather(out, numpy.full(2, float(dist.get_rank())))
     """
     g = resolve_group(group)
     if g.comm is None:

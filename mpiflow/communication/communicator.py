@@ -34,6 +34,8 @@ class Work:
     __slots__ = ("_done", "_finalize", "_keep", "_requests", "_test_all", "_wait_all", "what")
 
     def __init__(
+        >>> from mpiflow.communication.group import world_comm as comm
+        >>> x = numpy.ones(3)
         self,
         requests: Sequence[Any] = (),
         finalize: Callable[[], None] | None = None,

@@ -2,6 +2,8 @@
 
 Examples:
     >>> from mpiflow.communication import count_collectives
+    >>> from mpiflow.communication.group import world_comm
+    >>> x = numpy.ones(3)
     >>> with count_collectives() as calls:
     ...     world_comm.all_reduce(x)
     >>> calls
@@ -48,6 +50,7 @@ def count_collectives() -> Iterator[Counter[str]]:
 
     The class's methods are wrapped only while at least one such block is open, so counting
     costs nothing outside it. Blocks may nest; each counts every call made while it is open.
+        >>> from mpiflow.communication.group import world_comm as comm
 
     Returns:
         A context manager yielding a ``collections.Counter`` keyed by method name

@@ -15,12 +15,14 @@ It costs one small all-gather per collective, so it is for finding a bug, not fo
 runs; without it the plain :class:`~.mpi.MPICommunicator` pays nothing.
 
 Example:
-    >>> # MPIFLOW_DEBUG=1 mpiexec -n 2 python job.py, where rank 1 passes float64:
-    >>> dist.all_reduce(x)
-    CollectiveMismatchError: ranks called mismatched collectives on the world (ranks 0..1):
-      rank 0: all_reduce(dtype=float32, shape=(4,), op=SUM)
-      rank 1: all_reduce(dtype=float64, shape=(4,), op=SUM)
-      they differ in: dtype
+    Under ``MPIFLOW_DEBUG=1 mpiexec -n 2 python job.py``, where rank 0 calls
+    ``dist.all_reduce(x)`` on float32 and rank 1 on float64, both ranks raise (a job of
+    several ranks, so not a doctest)::
+
+        CollectiveMismatchError: ranks called mismatched collectives on the world (ranks 0..1):
+          rank 0: all_reduce(dtype=float32, shape=(4,), op=SUM)
+          rank 1: all_reduce(dtype=float64, shape=(4,), op=SUM)
+          they differ in: dtype
 """
 
 from __future__ import annotations

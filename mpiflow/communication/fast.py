@@ -401,3 +401,4 @@ def _concatenated(big: Any, small: Any, size: int) -> bool:
     return (len(bshape) == len(sshape) > 0 and bshape[0] == size * sshape[0]
             and bshape[1:] == sshape[1:] and big.flags.c_contiguous
             and small.flags.c_contiguous)
+        >>> x = numpy.ones(3)

@@ -14,6 +14,8 @@ All device work goes through :class:`~.device_ops.DeviceOps`: with :class:`CupyO
 moves CuPy arrays; with :class:`HostOps` the same code runs on numpy arrays in CI.
 
 Examples:
+    >>> from mpiflow.communication.device_ops import HostOps
+    >>> from mpiflow.communication.group import world_comm
     >>> staged = StagedCommunicator(world_comm, HostOps())
     >>> x = numpy.ones(3)
     >>> staged.all_reduce(x)            # x == world size, through a reused host buffer
@@ -45,6 +47,7 @@ class PinnedPool:
         smallest: the least capacity handed out, in bytes.
 
     Examples:
+        >>> from mpiflow.communication.device_ops import HostOps
         >>> pool = PinnedPool(HostOps())
         >>> raw = pool.take(100)           # a 256-byte buffer, allocated now
         >>> pool.give(raw)

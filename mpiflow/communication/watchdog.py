@@ -157,8 +157,13 @@ def watched(operation: str, comm: Any = None) -> Iterator[None]:
 
 # -- what a process is doing ------------------------------------------------------------------
 
+        >>> from mpi4py import MPI
+        >>> comm = MPI.COMM_WORLD
+        >>> fh = MPI.File.Open(comm, "x.bin", MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        >>> offset, buf = 8 * comm.Get_rank(), numpy.zeros(1)
 _sites: dict[str, frozenset[str]] = {}
 _extra_sites: list[tuple[str, str]] = []
+        >>> fh.Close()
 
 
 def blocking_sites() -> dict[str, frozenset[str]]:

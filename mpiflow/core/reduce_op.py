@@ -14,7 +14,7 @@ class ReduceOp(enum.Enum):
     """A reduction of the collectives, as ``torch.distributed.ReduceOp``.
 
     Examples:
-        >>> ReduceOp.SUM.identity(numpy.dtype("float32"))
+        >>> float(ReduceOp.SUM.identity(numpy.dtype("float32")))
         0.0
     """
 

@@ -168,6 +168,7 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: str 
     """Make a group of world ``ranks`` (None: all). Every rank of the world must call it.
 
     Examples:
+        >>> x = numpy.ones(3)
         >>> evens = dist.new_group([r for r in range(dist.get_world_size()) if r % 2 == 0])
         >>> dist.all_reduce(x, group=evens)   # a no-op on odd ranks
     """

@@ -310,6 +310,7 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
             layout that does not fit a tensor, a read error (on every rank).
 
     Examples:
+        >>> flow.save({"w": flow.zeros(4, 6), "step": 3}, "ckpt/step-3")
         >>> state = flow.load("ckpt/step-3", flow.placement.all("cpu"), flow.sbp.split(1))
         >>> state["w"].sbp, state["step"]
         ((mpiflow.sbp.split(dim=1),), 3)

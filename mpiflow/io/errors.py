@@ -12,6 +12,9 @@ calls) runs inside :func:`blocking`, which marks it for mpiflow's watchdog
 gone) is reported after ``MPIFLOW_TIMEOUT`` seconds and the job aborts, instead of hanging.
 
 Examples:
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> write_metadata = lambda: None
     >>> with agreed(comm, "writing the metadata"):
     ...     if comm.Get_rank() == 0:
     ...         write_metadata()
@@ -40,8 +43,11 @@ def blocking(operation: str, comm: Any) -> AbstractContextManager[None]:
         comm: the mpi4py communicator of the call.
 
     Examples:
+        >>> comm, path = MPI.COMM_WORLD, "x.npy"
+        >>> numpy.save(path, numpy.zeros(3))
         >>> with blocking(f"checkpoint: MPI-IO File.Open of {path}", comm):
         ...     fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
+        >>> fh.Close()
     """
     return watched(operation, comm)
 
@@ -78,6 +84,7 @@ def agree(comm: Any, error: BaseException | None, what: str) -> None:
         CheckpointError: some rank failed; chained from this rank's own error, if any.
 
     Examples:
+        >>> comm = MPI.COMM_WORLD
         >>> agree(comm, None, "opening the files")    # returns: nobody failed
     """
     flag = numpy.array([0 if error is None else 1], dtype=numpy.int32)
@@ -108,8 +115,11 @@ def agreed(comm: Any, what: str) -> Iterator[None]:
         what: the step, for the message.
 
     Examples:
+        >>> comm = MPI.COMM_WORLD
+        >>> numpy.save("x.npy", numpy.zeros(3))
         >>> with agreed(comm, "opening x.npy"):
         ...     fh = MPI.File.Open(comm, "x.npy", MPI.MODE_RDONLY)
+        >>> fh.Close()
     """
     error: BaseException | None = None
     try:

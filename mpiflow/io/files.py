@@ -8,7 +8,7 @@ checkpoint; elsewhere the old one is renamed aside first (a crash in between lea
 
 Examples:
     >>> tmp = make_temporary("ckpt/step-100")      # ckpt/.step-100.tmp-1f3a...
-    >>> ...                                        # write everything into tmp, flush it
+    >>> # ... write everything into tmp, flush it
     >>> replace_directory(tmp, "ckpt/step-100")
 """
 

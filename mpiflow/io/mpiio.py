@@ -10,6 +10,9 @@ rank raises on all and no rank is left waiting in a collective; every MPI-IO cal
 the watchdog (:func:`.errors.blocking`), so a rank that never arrives is reported, not waited for.
 
 Examples:
+    >>> from mpiflow.io.npy import header_bytes
+    >>> comm, rank = MPI.COMM_WORLD, MPI.COMM_WORLD.Get_rank()
+    >>> dtype, shard = numpy.dtype("float64"), numpy.full((2, 3), float(rank))
     >>> write_array(comm, "x.npy", header_bytes(dtype, (4, 3)), dtype, (4, 3),
     ...             ((2 * rank, 2 * rank + 2), (0, 3)), shard)      # 2 ranks, split by rows
 """

@@ -135,6 +135,7 @@ def read_header(path: str) -> NpyHeader:
         OSError: the file cannot be read.
 
     Examples:
+        >>> numpy.save("model.w.npy", numpy.zeros((13, 5)))
         >>> read_header("model.w.npy").shape
         (13, 5)
     """

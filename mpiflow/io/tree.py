@@ -16,6 +16,7 @@ and objects, each leaf named by its path (``"model.layer.weight"``, ``"optim.sta
   keys keep their type.
 
 Examples:
+    >>> is_array = lambda v: isinstance(v, numpy.ndarray)
     >>> flat = flatten({"w": numpy.zeros(2), "step": 3}, is_array)
     >>> flat.node
     {'dict': {'w': {'array': 0}, 'step': {'value': 3}}}

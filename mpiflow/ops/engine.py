@@ -173,7 +173,9 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
     """Run ``op`` on tensors (and Python numbers, which act as broadcast constants).
 
     Examples:
-        >>> apply(ADD, x, 1.0)
+        >>> from mpiflow.ops.elementwise import BINARY
+        >>> apply(BINARY["add"], flow.ones(2), 1.0)
+        tensor([2., 2.])
     """
     values = [_as_operand(v) for v in operands]
     tensors = [v for v in values if isinstance(v, Tensor)]

@@ -5,6 +5,7 @@ parameter keeps its layout, and its state has the same layout.
 
 Examples:
     >>> import mpiflow.optim as optim
+    >>> net = nn.Linear(4, 2)
     >>> opt = optim.Adam(net.parameters(), lr=1e-3)
     >>> sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
 """

@@ -2,6 +2,7 @@
 
 Examples:
     >>> import mpiflow.optim as optim
+    >>> net = nn.Linear(4, 2)
     >>> opt = optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
 """
 
@@ -49,6 +50,7 @@ class Adam(Optimizer):
         maximize: ascend instead of descend.
 
     Examples:
+        >>> net = nn.Linear(4, 2)
         >>> opt = optim.Adam(net.parameters(), lr=1e-3, amsgrad=True)
     """
 
@@ -122,6 +124,7 @@ class AdamW(Adam):
         weight_decay: the decoupled decay (default 0.01).
 
     Examples:
+        >>> net = nn.Linear(4, 2)
         >>> opt = optim.AdamW(net.parameters(), lr=1e-3)
     """
 

@@ -8,6 +8,7 @@ PyTorch's to rounding.
 
 Examples:
     >>> import mpiflow.optim as optim
+    >>> w = nn.Parameter(flow.zeros(2))
     >>> opt = optim.SGD([w], lr=1.0)
     >>> sched = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
     >>> rates = []
@@ -99,6 +100,7 @@ class StepLR(LRScheduler):
     ``lr = base_lr * gamma ** (epoch // step_size)``.
 
     Examples:
+        >>> opt = optim.SGD([nn.Parameter(flow.zeros(2))], lr=0.1)
         >>> sched = optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
     """
 
@@ -122,6 +124,7 @@ class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each epoch of ``milestones``.
 
     Examples:
+        >>> opt = optim.SGD([nn.Parameter(flow.zeros(2))], lr=0.1)
         >>> sched = optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
     """
 
@@ -146,6 +149,7 @@ class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch.
 
     Examples:
+        >>> opt = optim.SGD([nn.Parameter(flow.zeros(2))], lr=0.1)
         >>> sched = optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
     """
 
@@ -168,6 +172,7 @@ class CosineAnnealingLR(LRScheduler):
     ``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2``.
 
     Examples:
+        >>> opt = optim.SGD([nn.Parameter(flow.zeros(2))], lr=0.1)
         >>> sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
     """
 
@@ -200,6 +205,7 @@ class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group).
 
     Examples:
+        >>> opt = optim.SGD([nn.Parameter(flow.zeros(2))], lr=0.1)
         >>> sched = optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch)
     """
 

@@ -7,6 +7,7 @@ rank updates only its shard.
 
 Examples:
     >>> import mpiflow.optim as optim
+    >>> net, x = nn.Linear(4, 2), flow.randn(3, 4)
     >>> opt = optim.SGD(net.parameters(), lr=0.1)
     >>> loss = net(x).sum()
     >>> loss.backward()
@@ -130,6 +131,7 @@ class Optimizer:
         copied (global ones stay global).
 
         Examples:
+            >>> w = nn.Parameter(flow.zeros(2))
             >>> sorted(optim.SGD([w], lr=0.1).state_dict())
             ['param_groups', 'state']
         """

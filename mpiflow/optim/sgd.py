@@ -2,6 +2,7 @@
 
 Examples:
     >>> import mpiflow.optim as optim
+    >>> net = nn.Linear(4, 2)
     >>> opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True)
 """
 

@@ -8,8 +8,9 @@ buckets of one dtype instead of one collective per parameter. bfloat16 gradients
 in float32 and rounded once.
 
 Examples:
-    >>> model = Net()
+    >>> model = nn.Linear(3, 1)
     >>> dist.sync_initial_weights(model)
+    >>> loss = model(flow.randn(4, 3)).sum()
     >>> loss.backward()
     >>> dist.sync_gradients(model)      # every rank now holds the averaged gradient
 """

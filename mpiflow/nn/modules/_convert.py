@@ -33,6 +33,7 @@ def value_like(target: Tensor, value: Any) -> Tensor:
     shard, no communication); a global value is redistributed (collective).
 
     Examples:
+        >>> w = flow.zeros(4, 2, placement=flow.placement.all("cpu"), sbp=flow.sbp.split(0))
         >>> value_like(w, numpy.zeros(tuple(w.shape))).sbp == w.sbp    # w global
         True
     """

@@ -561,7 +561,7 @@ class Module:
         Examples:
             >>> p = flow.placement("cpu", list(range(flow.env.get_world_size())))
             >>> net = nn.Linear(4, 8).to_global(p, flow.sbp.broadcast)      # data parallel
-            >>> net.to_global(sbp=lambda name, t: flow.sbp.split(0))          # model parallel
+            >>> net = net.to_global(sbp=lambda name, t: flow.sbp.split(0))    # model parallel
         """
 
         def convert(name: str, t: Tensor) -> Tensor:

@@ -149,8 +149,10 @@ def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
         ``module`` itself, with ``module.no_sync()`` added.
 
     Examples:
-        >>> m = ddp(Model())
-        >>> loss(m(x), y).backward()     # m.w.grad is the gradient averaged over ranks
+        >>> from mpiflow.nn.parallel import DistributedDataParallel as ddp
+        >>> m = ddp(nn.Linear(3, 1))
+        >>> x, y = flow.randn(4, 3), flow.randn(4, 1)
+        >>> nn.MSELoss()(m(x), y).backward()   # m.weight.grad: the gradient averaged over ranks
     """
     group = resolve_group(process_group)
     if group.comm is None:

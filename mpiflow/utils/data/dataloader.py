@@ -121,6 +121,7 @@ class DataLoader:
         seed: shuffle with ``numpy.random.default_rng(seed)`` (a fixed sequence of orders).
 
     Examples:
+        >>> from mpiflow.utils.data import TensorDataset
         >>> loader = DataLoader(TensorDataset(flow.arange(10)), batch_size=4, drop_last=True)
         >>> len(loader)
         2
