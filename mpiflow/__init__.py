@@ -16,6 +16,10 @@ from . import _runtime
 
 _runtime.install_abort_handler()
 
+from .communication import watchdog as _watchdog  # noqa: E402
+
+_watchdog.start()  # collective: every rank imports mpiflow at the same point
+
 from . import autograd, comm, distributed, env, nn, ops, optim, sbp, utils  # noqa: E402
 from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402

@@ -7,9 +7,10 @@ later queries such as :func:`mpiflow.env.get_local_rank` never communicate and c
 :func:`install_abort_handler` (run by ``import mpiflow``) sets up failure handling with more
 than one rank: an uncaught exception or Ctrl-C in the main thread aborts the job; an uncaught
 exception in another thread prints a rank-tagged traceback and ends only that thread (as in
-Python and PyTorch; a hang that follows is the watchdog's); ``sys.exit`` is remembered so that
-the other ranks can be told how this one ended; and the collective watchdog starts
-(:mod:`mpiflow.communication.watchdog`).
+Python and PyTorch; a hang that follows is the watchdog's); and ``sys.exit`` is remembered so
+that the other ranks can be told how this one ended (:func:`exit_description`). The collective
+watchdog (:mod:`mpiflow.communication.watchdog`, a layer above this one) is started by
+``mpiflow/__init__`` right after.
 """
 
 from __future__ import annotations
@@ -221,8 +222,8 @@ def install_abort_handler() -> None:
     With more than one rank: an uncaught exception or Ctrl-C aborts the job (MPI_Abort) with a
     rank-tagged traceback; an uncaught exception in a non-main thread prints a rank-tagged
     traceback (the thread ends, the job goes on); ``sys.exit`` is remembered for the exit
-    notice; the collective watchdog starts (``MPIFLOW_TIMEOUT``). Installed on
-    ``import mpiflow``, collectively; with one rank the previous hooks run unchanged.
+    notice. Installed on ``import mpiflow``, which then starts the collective watchdog
+    (``MPIFLOW_TIMEOUT``); with one rank the previous hooks run unchanged.
     """
     global _installed, _previous_hook, _previous_thread_hook
     if _installed:
@@ -234,9 +235,6 @@ def install_abort_handler() -> None:
     if world.Get_size() > 1:
         setattr(sys, "exit", _recording_exit)  # noqa: B010 - sys.exit is typed as a function
     _installed = True
-    from .communication import watchdog
-
-    watchdog.start()
 
 
 world: MPI.Comm = MPI.COMM_WORLD

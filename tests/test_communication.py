@@ -10,11 +10,11 @@ from helpers import rank_data
 from numpy.testing import assert_array_equal
 
 from mpiflow.communication import (
-    MPICommunicator,
     ReduceOp,
     Work,
     check_reduce_dtype,
     datatypes,
+    new_communicator,
     reduce_plan,
 )
 from mpiflow.communication.group import world_comm
@@ -129,7 +129,7 @@ def test_fallback_user_op_matches_native(monkeypatch: pytest.MonkeyPatch, op: Re
     monkeypatch.setattr(datatypes, "_native_works", lambda dt, mpi_op: False)
     plan = reduce_plan(dtype, op)
     assert plan.datatype is not None
-    fresh = MPICommunicator(world_comm.mpi_comm)  # no cached fast path
+    fresh = new_communicator(world_comm.mpi_comm)  # no cached fast path
     shape = (2, 2 * SIZE + 1)
     x = rank_data(shape, dtype, RANK)
     fresh.all_reduce(x, op)

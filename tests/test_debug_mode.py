@@ -11,7 +11,7 @@ import numpy
 import pytest
 from mpi4py import MPI
 
-from mpiflow.communication import MPICommunicator, ReduceOp, count_collectives
+from mpiflow.communication import MPICommunicator, ReduceOp, count_collectives, new_communicator
 from mpiflow.communication.debug_mode import (
     CollectiveMismatchError,
     DebugMPICommunicator,
@@ -43,9 +43,10 @@ def test_enabled_reads_mpiflow_debug() -> None:
 def test_mpi_communicator_is_the_debug_one_in_debug_mode(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MPIFLOW_DEBUG", "1")
-    assert type(MPICommunicator(MPI.COMM_SELF)) is DebugMPICommunicator
+    assert type(new_communicator(MPI.COMM_SELF)) is DebugMPICommunicator
+    assert type(MPICommunicator(MPI.COMM_SELF)) is MPICommunicator  # the class: always plain
     monkeypatch.setenv("MPIFLOW_DEBUG", "0")
-    assert type(MPICommunicator(MPI.COMM_SELF)) is MPICommunicator
+    assert type(new_communicator(MPI.COMM_SELF)) is MPICommunicator
     assert type(DebugMPICommunicator(MPI.COMM_SELF)) is DebugMPICommunicator
 
 
@@ -174,8 +175,8 @@ def test_v_counts_and_split_ranks_must_agree(comm: DebugMPICommunicator) -> None
     _raises_everywhere(lambda: comm.split(ranks), "split(", "they differ in: ranks")
 
 
-def test_a_group_names_world_ranks() -> None:
 @pytest.mark.mpi(min_size=3)
+def test_a_group_names_world_ranks() -> None:
     sub = world_comm.split(list(range(1, SIZE)))
     if sub is None:
         return

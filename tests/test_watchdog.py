@@ -7,7 +7,6 @@ COMM_SELF or the same collectives on every rank.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -20,7 +19,7 @@ from mpi4py import MPI
 
 import mpiflow.distributed as dist
 from mpiflow import _runtime
-from mpiflow.communication import MPICommunicator, watchdog
+from mpiflow.communication import MPICommunicator, mpi, watchdog
 from mpiflow.communication.fast import _PATHS, FastPaths
 from mpiflow.communication.group import world_comm
 from mpiflow.communication.watchdog import (
@@ -37,13 +36,9 @@ WORLD = tuple(range(SIZE))
 
 
 def _plain(comm: MPI.Comm) -> MPICommunicator:
-    """A plain communicator even under MPIFLOW_DEBUG=1 (these tests count its marks)."""
-    previous = os.environ.pop("MPIFLOW_DEBUG", None)
-    try:
-        return MPICommunicator(comm)
-    finally:
-        if previous is not None:
-            os.environ["MPIFLOW_DEBUG"] = previous
+    """A plain communicator even under MPIFLOW_DEBUG=1 (these tests count its marks): the
+    class itself, not new_communicator."""
+    return MPICommunicator(comm)
 
 
 PLAIN = _plain(MPI.COMM_WORLD.Dup())
@@ -59,12 +54,12 @@ def test_timeout_from_environment(text: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize("text", ["abc", "-1", "inf", "nan", "10s"])
-@pytest.mark.mpi
 def test_a_bad_timeout_is_refused_with_the_variable_named(text: str) -> None:
     with pytest.raises(ValueError, match="MPIFLOW_TIMEOUT must be a non-negative number"):
         timeout_from_environment({"MPIFLOW_TIMEOUT": text})
 
 
+@pytest.mark.mpi
 def test_set_timeout_starts_and_stops_the_thread() -> None:
     before = watchdog.get_timeout()
     try:
@@ -78,12 +73,12 @@ def test_set_timeout_starts_and_stops_the_thread() -> None:
         assert watchdog.get_timeout() == 0 and watchdog._dog is None
         with pytest.raises(ValueError, match="non-negative"):
             watchdog.set_timeout(-1)
-@pytest.mark.mpi
     finally:
         watchdog.set_timeout(before)
     assert (watchdog._dog is not None) == (SIZE > 1 and before > 0)
 
 
+@pytest.mark.mpi
 def test_the_watchdog_runs_with_the_default_timeout_under_the_suite() -> None:
     expected = timeout_from_environment()
     assert watchdog.get_timeout() == expected
@@ -93,12 +88,12 @@ def test_the_watchdog_runs_with_the_default_timeout_under_the_suite() -> None:
 # -- the marks of blocking calls --------------------------------------------------------------
 
 def _marks(call: Any) -> int:
-@pytest.mark.mpi
     before = STATE.seq
     call()
     return (STATE.seq - before) % 256  # the marks cycle through 0..255
 
 
+@pytest.mark.mpi
 def test_every_blocking_call_marks_its_start() -> None:
     x = numpy.ones(3)
     PLAIN.all_reduce(x)
@@ -115,12 +110,12 @@ def test_every_blocking_call_marks_its_start() -> None:
         nonlocal work
         work = PLAIN.all_reduce(x, async_op=True)
 
-@pytest.mark.mpi
     assert _marks(start) == 0  # starting does not block
     assert _marks(work.wait) == 1
     assert _marks(work.wait) == 0  # already done: nothing blocks
 
 
+@pytest.mark.mpi
 def test_point_to_point_and_groups_mark_too() -> None:
     me = _plain(MPI.COMM_SELF)
     buf = numpy.zeros(2)
@@ -147,12 +142,12 @@ class _Spy:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self._probe(name)
-@pytest.mark.mpi
             return attr(*args, **kwargs)
 
         return call
 
 
+@pytest.mark.mpi
 def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_names_it(
         ) -> None:
     seen: list[tuple[str, int, Any]] = []
@@ -181,12 +176,12 @@ def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_name
         assert call["site"].startswith(__file__)
         assert call["site"].endswith("in test_inside_a_call_the_innermost_frame_is_a_blocking_"
                                      "site_and_the_stack_names_it")
-@pytest.mark.mpi
         assert call["api"] == f"mpiflow.communication.mpi.{op}"
     assert not watchdog.in_blocking_site(sys._getframe())
     MPI.COMM_WORLD.Barrier()
 
 
+@pytest.mark.mpi
 def test_the_public_entry_point_is_named() -> None:
     seen: list[Any] = []
 
@@ -225,12 +220,12 @@ def _blocked_thread(target: Any) -> threading.Thread:
     thread.start()
     deadline = time.monotonic() + 10
     while not watchdog.in_blocking_site(sys._current_frames().get(thread.ident)):
-@pytest.mark.mpi
         assert time.monotonic() < deadline, "the thread never blocked in an mpiflow call"
         time.sleep(0.01)
     return thread
 
 
+@pytest.mark.mpi
 def test_a_thread_blocked_in_recv_or_wait_is_described() -> None:
     me = _plain(MPI.COMM_SELF)
     buf = numpy.zeros(1)
@@ -250,12 +245,12 @@ def test_a_thread_blocked_in_recv_or_wait_is_described() -> None:
     call = describe_stack(sys._current_frames()[thread.ident])
     sent = me.send(numpy.ones(1), 0, tag=10, async_op=True)
     thread.join(10)
-@pytest.mark.mpi
     assert sent is not None and sent.wait()
     assert call is not None and call["op"] == "recv (Work.wait)"
     assert call["group"] == (RANK,) and call["peer"] == RANK
 
 
+@pytest.mark.mpi
 def test_async_works_remember_what_started_them() -> None:
     x = numpy.ones(2)
     works = {"broadcast": world_comm.broadcast(x, 0, async_op=True),
@@ -263,13 +258,13 @@ def test_async_works_remember_what_started_them() -> None:
              "all_gather": world_comm.all_gather(x, numpy.empty(2 * SIZE), async_op=True)}
     for name, work in works.items():
         assert work is not None
-        op, comm = watchdog._operation_of(work.what)
-@pytest.mark.mpi
+        op, comm = watchdog.operation_of(work.what)
         assert op == name
         assert comm is world_comm.mpi_comm
         work.wait()
 
 
+@pytest.mark.mpi
 def test_watched_blocks_count_as_inside_and_keep_the_parity() -> None:
     dog = Watchdog(5.0, None, CallState())
     try:
@@ -460,12 +455,12 @@ def test_rank_lists_are_compressed(ranks: list[int], text: str) -> None:
 
 
 def test_groups_are_named_as_the_public_faces_do() -> None:
-@pytest.mark.mpi
     assert watchdog.describe_group((0, 1, 2), 3, 3) == "the world (ranks 0..2)"
     assert watchdog.describe_group((1, 2), 2, 3) == "the group [1, 2]"
     assert watchdog.describe_group(None, 2, 3) == "a group of 2 rank(s)"
 
 
+@pytest.mark.mpi
 def test_a_snapshot_of_this_rank_when_idle_and_when_inside() -> None:
     dog = Watchdog(5.0, None, CallState(), rank=RANK, size=SIZE)
     try:
@@ -473,12 +468,12 @@ def test_a_snapshot_of_this_rank_when_idle_and_when_inside() -> None:
         assert snap["rank"] == RANK and not snap["inside"] and snap["call"] is None
         assert snap["where"].startswith(__file__)
     finally:
-@pytest.mark.mpi
         dog.stop()
 
 
 # -- threads --------------------------------------------------------------------------------
 
+@pytest.mark.mpi
 def test_an_exception_in_a_thread_prints_a_rank_tagged_traceback(
         capsys: pytest.CaptureFixture[str]) -> None:
     try:
@@ -492,12 +487,12 @@ def test_an_exception_in_a_thread_prints_a_rank_tagged_traceback(
         assert "RuntimeError: boom in a thread" in err and "[rank" not in err
     else:
         assert f"[rank {RANK}] Exception in thread worker (the thread ends, the job goes on)" \
-@pytest.mark.mpi
             in err
         assert f"[rank {RANK}] RuntimeError: boom in a thread" in err
         assert all(line.startswith(f"[rank {RANK}] ") for line in err.splitlines())
 
 
+@pytest.mark.mpi
 def test_sys_exit_is_remembered_for_the_exit_notice() -> None:
     before = _runtime._exit_request
     try:
@@ -516,12 +511,12 @@ def test_the_marks_cycle_through_small_ints() -> None:
     assert len(watchdog.NEXT) == 256 and sorted(watchdog.NEXT) == list(range(256))
     value, seen = 0, set()
     for _ in range(256):
-@pytest.mark.mpi
         seen.add(value)
         value = watchdog.NEXT[value]
     assert value == 0 and len(seen) == 256
 
 
+@pytest.mark.mpi
 def test_the_overhead_benchmark_runs_and_leaves_the_watchdog_as_it_was() -> None:
     from mpiflow.bench.watchdog import format_result, measure_watchdog_overhead
 
@@ -544,14 +539,14 @@ def test_other_layers_can_register_their_blocking_functions() -> None:
     watchdog.register_blocking_site(wait_for_the_device)
     try:
         assert wait_for_the_device()
-        assert "_wait_all" in next(iter(watchdog.blocking_sites().values()))
+        assert "_wait_all" in watchdog.blocking_sites()[mpi.__file__]
     finally:
-@pytest.mark.mpi
-        watchdog._extra_sites.clear()
-        watchdog._sites.clear()
+        watchdog.unregister_blocking_site(wait_for_the_device)
     assert not wait_for_the_device()
+    assert "_wait_all" in watchdog.blocking_sites()[mpi.__file__]
 
 
+@pytest.mark.mpi
 def test_init_process_group_timeout_sets_the_watchdog_limit() -> None:
     import datetime
 
@@ -563,3 +558,4 @@ def test_init_process_group_timeout_sets_the_watchdog_limit() -> None:
         assert watchdog.get_timeout() == 42.0
     finally:
         watchdog.set_timeout(before)
+

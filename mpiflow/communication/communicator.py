@@ -14,18 +14,28 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.reduce_op import ReduceOp
+from . import watchdog
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
 
-__all__ = ["Communicator", "Work"]
+__all__ = ["OPERATIONS", "Communicator", "Work"]
 
 Array = Any  # an array of the communicator's array module
+
+# Every operation of the Communicator interface (collectives, point to point, groups).
+OPERATIONS = (
+    "barrier", "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_v", "gather",
+    "scatter", "reduce_scatter", "reduce_scatter_v", "all_to_all", "all_to_all_v", "send",
+    "recv", "irecv", "split", "split_by_color",
+)
 
 
 class Work:
     """Handle of a non-blocking operation, as PyTorch's ``Work``: ``wait()`` and ``is_completed()``.
 
     Examples:
+        >>> from mpiflow.communication.group import world_comm as comm
+        >>> x = numpy.ones(3)
         >>> work = comm.all_reduce(x, async_op=True)
         >>> work.wait()
         True
@@ -34,8 +44,6 @@ class Work:
     __slots__ = ("_done", "_finalize", "_keep", "_requests", "_test_all", "_wait_all", "what")
 
     def __init__(
-        >>> from mpiflow.communication.group import world_comm as comm
-        >>> x = numpy.ones(3)
         self,
         requests: Sequence[Any] = (),
         finalize: Callable[[], None] | None = None,
@@ -215,3 +223,29 @@ class Communicator(abc.ABC):
             This rank's new communicator, or None where ``color`` is None.
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement split_by_color")
+
+
+_NAMES = frozenset(OPERATIONS) | {"wait"}
+
+
+def _blocked_call(frame: Any) -> watchdog.BlockedCall | None:
+    """The operation a frame of a Communicator method or of ``Work.wait`` runs (for the
+    watchdog's report; registered below)."""
+    name = frame.f_code.co_name
+    if name not in _NAMES:  # the common case, without reading the frame's locals
+        return None
+    local = frame.f_locals
+    me = local.get("self")
+    if isinstance(me, Communicator) and name != "wait":
+        peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
+        return watchdog.BlockedCall(name, getattr(me, "mpi_comm", None), me.size,
+                                    peer if isinstance(peer, int) else None)
+    if isinstance(me, Work) and name == "wait":
+        what = me.what
+        op, comm = watchdog.operation_of(what) if what is not None else ("an operation", None)
+        peer = what[2] if isinstance(what, tuple) and len(what) > 2 else None
+        return watchdog.BlockedCall(f"{op} (Work.wait)", comm, None, peer)
+    return None
+
+
+watchdog.register_frame_reader(_blocked_call)

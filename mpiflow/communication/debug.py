@@ -19,16 +19,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import fast
+from .communicator import OPERATIONS
 from .mpi import MPICommunicator
 
 __all__ = ["OPERATIONS", "count_collectives"]
-
-# Every operation of the Communicator interface (collectives, point to point, groups).
-OPERATIONS = (
-    "barrier", "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_v", "gather",
-    "scatter", "reduce_scatter", "reduce_scatter_v", "all_to_all", "all_to_all_v", "send",
-    "recv", "irecv", "split", "split_by_color",
-)
 
 _active: list[Counter[str]] = []
 _originals: dict[str, Any] = {}
@@ -50,13 +44,13 @@ def count_collectives() -> Iterator[Counter[str]]:
 
     The class's methods are wrapped only while at least one such block is open, so counting
     costs nothing outside it. Blocks may nest; each counts every call made while it is open.
-        >>> from mpiflow.communication.group import world_comm as comm
 
     Returns:
         A context manager yielding a ``collections.Counter`` keyed by method name
         (``"all_gather_v"``, ``"all_reduce"``, ...), filled in as the calls happen.
 
     Examples:
+        >>> from mpiflow.communication.group import world_comm as comm
         >>> with count_collectives() as calls:
         ...     comm.barrier()
         >>> calls["barrier"]

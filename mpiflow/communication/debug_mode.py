@@ -2,7 +2,8 @@
 
 Ranks that call different collectives, or one collective with different dtypes, shapes,
 reduce ops or roots, deadlock or silently exchange garbage (an all-gather of mismatched
-shapes "succeeds"). In debug mode every communicator is a :class:`DebugMPICommunicator`:
+shapes "succeeds"). In debug mode every communicator is a :class:`DebugMPICommunicator`
+(:func:`~.mpi.new_communicator` makes one, as this module registers at import):
 before each collective, its ranks all-gather a small fixed-size fingerprint (operation,
 call number on this communicator, dtype, shape, element count, reduce op, root, counts, group
 size) on a shadow duplicate of the communicator and compare. On a mismatch *every* rank raises
@@ -39,10 +40,12 @@ import numpy
 from mpi4py import MPI
 
 from ..core.reduce_op import ReduceOp
-from .debug import OPERATIONS
+from . import watchdog
+from .communicator import OPERATIONS
 from .fast import concurrent_use
-from .mpi import MPICommunicator
-from .watchdog import NEXT, STATE, describe_group
+from .mpi import MPICommunicator, set_debug_kind
+from .watchdog import NEXT, STATE
+from .watchdog_report import _ranks_text, describe_group
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
 
@@ -238,8 +241,6 @@ def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
     if "operation" in differ:  # then the other arguments differ as a matter of course
         differ = [d for d in differ if d in ("operation", "call number")]
     group = describe_group(world_ranks, len(rows), world_size)
-    from .watchdog_report import _ranks_text
-
     lines = [f"ranks called mismatched collectives on {group}:"]
     lines += [f"  {_ranks_text(ranks)}: {_describe(row)}" for row, ranks in by_row.items()]
     lines.append(f"  they differ in: {', '.join(differ)}")
@@ -268,7 +269,7 @@ def _matrix_message(send: numpy.ndarray, recv: numpy.ndarray,
 class DebugMPICommunicator(MPICommunicator):
     """An :class:`~.mpi.MPICommunicator` that checks every collective's arguments first.
 
-    ``MPICommunicator(comm)`` returns one when ``MPIFLOW_DEBUG=1``; it can also be made
+    :func:`~.mpi.new_communicator` returns one when ``MPIFLOW_DEBUG=1``; it can also be made
     directly. The shadow communicator it compares on is made at its first collective (which
     every rank of the group makes).
 
@@ -357,3 +358,25 @@ def _checked(name: str) -> Callable[..., Any]:
 
 for _name in _SPECS:
     setattr(DebugMPICommunicator, _name, _checked(_name))
+
+
+def _blocked_call(frame: Any) -> watchdog.BlockedCall | None:
+    """A frame of the argument check's exchange: the collective it checks, for the watchdog's
+    report (``debug``: the ranks have not agreed on the call yet)."""
+    code = frame.f_code
+    if code.co_name != "_exchange" or code.co_filename != _FILE:
+        return None
+    me = frame.f_locals.get("self")
+    outer = frame.f_back
+    while outer is not None and outer.f_code is not _AGREE:
+        outer = outer.f_back
+    operation = outer.f_locals.get("operation") if outer is not None else None
+    return watchdog.BlockedCall(str(operation or "a collective"), getattr(me, "mpi_comm", None),
+                                getattr(me, "size", None), None, debug=True)
+
+
+_FILE = DebugMPICommunicator._exchange.__code__.co_filename
+_AGREE = DebugMPICommunicator._agree.__code__
+watchdog.register_blocking_site(DebugMPICommunicator._exchange)
+watchdog.register_frame_reader(_blocked_call)
+set_debug_kind(enabled, DebugMPICommunicator)

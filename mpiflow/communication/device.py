@@ -2,11 +2,12 @@
 
 Every :class:`~.mpi.MPICommunicator` (a process group's, a mesh line's, the world's) hands the
 device arrays it is given to its *device communicator*, made here on first use and kept on the
-MPI communicator for its life. The choice follows :func:`~.transport.current_transport` (the same
-on every rank, from the environment): an :class:`~.nccl.NCCLCommunicator`, a
-:class:`~.cuda_aware.CudaAwareCommunicator` or a :class:`~.staging.StagedCommunicator`. Making
-one imports CuPy and selects this rank's device; it never communicates (NCCL connects on the
-group's first NCCL collective).
+MPI communicator for its life (this module registers :func:`device_communicator` as the maker
+at import: :func:`~.mpi.set_device_maker`). The choice follows
+:func:`~.transport.current_transport` (the same on every rank, from the environment): an
+:class:`~.nccl.NCCLCommunicator`, a :class:`~.cuda_aware.CudaAwareCommunicator` or a
+:class:`~.staging.StagedCommunicator`. Making one imports CuPy and selects this rank's
+device; it never communicates (NCCL connects on the group's first NCCL collective).
 
 Examples:
     >>> from mpiflow.communication.group import world_group
@@ -22,7 +23,7 @@ from typing import Any
 from .communicator import Communicator
 from .cuda_aware import CudaAwareCommunicator
 from .device_ops import CupyOps, DeviceOps
-from .mpi import MPICommunicator
+from .mpi import MPICommunicator, set_device_maker
 from .staging import PinnedPool, StagedCommunicator
 from .transport import Transport, TransportChoice, current_transport
 
@@ -88,6 +89,9 @@ def device_communicator(mpi: MPICommunicator) -> Communicator:
                 device = build_device_communicator(mpi, ops, choice, pool, backend)
                 mpi._device_comm = device  # lives and dies with the MPI communicator
     return device
+
+
+set_device_maker(device_communicator)
 
 
 def transport_of(device: Communicator) -> Transport:

@@ -48,7 +48,9 @@ from mpi4py import MPI
 
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
+from . import watchdog
 from .watchdog import NEXT, STATE
+from .watchdog_report import describe_group
 
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 
@@ -82,15 +84,15 @@ def _thread_name(ident: int) -> str:
 
 
 def _threads_inside(mpi_comm: Any, me: int) -> list[int]:
-    """The other threads whose stack holds a call on ``mpi_comm`` (a fast path's ``_comm`` or a
-    communicator's ``self``)."""
+    """The other threads whose stack holds a call on ``mpi_comm`` (a fast path of its
+    :class:`FastPaths` or a method of a communicator over it)."""
     found = []
     for ident, top in sys._current_frames().items():
         frame: Any = top
         while frame is not None and ident != me:
-            local = frame.f_locals
-            if local.get("_comm") is mpi_comm or \
-                    getattr(local.get("self"), "mpi_comm", None) is mpi_comm:
+            owner = _owner(frame)
+            if (owner is not None and owner.comm is mpi_comm) or \
+                    getattr(frame.f_locals.get("self"), "mpi_comm", None) is mpi_comm:
                 found.append(ident)
                 break
             frame = frame.f_back
@@ -108,11 +110,8 @@ def concurrent_use(in_use: InUse, mpi_comm: Any, operation: str) -> None:
     owner, me = in_use.owner, get_ident()
     if owner is None or (owner is not True and owner == me):
         return
-    from .watchdog import _world_ranks
-    from .watchdog_report import describe_group
-
     size = mpi_comm.Get_size() if mpi_comm is not None else None
-    group = describe_group(_world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
+    group = describe_group(watchdog._world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
     others = [owner] if owner is not True else _threads_inside(mpi_comm, me)
     inside = " and ".join(_thread_name(t) for t in others) or "another thread"
     raise RuntimeError(
@@ -145,11 +144,12 @@ class FastPaths:
     """
 
     __slots__ = ("__weakref__", "_paths", "all_gather", "all_reduce", "all_reduce_at", "all_to_all",
-                 "broadcast", "in_use", "recv", "reduce_scatter", "send", "size")
+                 "broadcast", "comm", "in_use", "recv", "reduce_scatter", "send", "size")
 
     def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]]) -> None:
         size, rank = comm.Get_size(), comm.Get_rank()
         self.size = size
+        self.comm: Any = comm  # for the watchdog's report (_blocked_call) and the errors
         # The communicator's in-use mark (see the module's docstring); the general path and
         # debug mode may share it through ``self.in_use``.
         self.in_use = in_use = InUse()
@@ -158,17 +158,16 @@ class FastPaths:
         reduce_scatter_block, alltoall = comm.Reduce_scatter_block, comm.Alltoall
         mpi_send, mpi_recv = comm.Send, comm.Recv
         new_status, byte = MPI.Status, MPI.BYTE
-        # Each function also takes the communicator as a keyword-only default, ``_comm``, that
-        # no caller passes: it costs nothing per call and lets the watchdog's report name the
-        # group of a call that hangs here (.watchdog.describe_stack reads the frame's locals).
+        # The watchdog's report names the group of a call that hangs in one of these functions
+        # by finding the FastPaths whose closure the frame runs (_owner): nothing per call.
 
-        def all_reduce(buf: Any, op: ReduceOp, *, _comm: Any = comm) -> bool:
+        def all_reduce(buf: Any, op: ReduceOp) -> bool:
             if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
                 by_dtype = native.get(op)
                 mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
                 if mpi_op is not None:
                     if in_use.owner is not None:
-                        concurrent_use(in_use, _comm, "all_reduce")
+                        concurrent_use(in_use, comm, "all_reduce")
                     try:
                         in_use.owner = True
                         state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
@@ -180,7 +179,7 @@ class FastPaths:
                     return True
             return False
 
-        def all_gather(send: Any, recv: Any, *, _comm: Any = comm) -> bool:
+        def all_gather(send: Any, recv: Any) -> bool:
             # recv: ``size`` copies of send's shape, concatenated along dim 0.
             if (type(send) is _ndarray and type(recv) is _ndarray
                     and recv.size == size * send.size
@@ -190,7 +189,7 @@ class FastPaths:
                     and (rbase := recv.base) is not send
                     and (sbase is None or sbase is not rbase)):
                 if in_use.owner is not None:
-                    concurrent_use(in_use, _comm, "all_gather")
+                    concurrent_use(in_use, comm, "all_gather")
                 try:
                     in_use.owner = True
                     state.seq = step[state.seq]
@@ -202,7 +201,7 @@ class FastPaths:
                 return True
             return False
 
-        def reduce_scatter(send: Any, recv: Any, op: ReduceOp, *, _comm: Any = comm) -> bool:
+        def reduce_scatter(send: Any, recv: Any, op: ReduceOp) -> bool:
             # send: ``size`` copies of recv's shape, concatenated along dim 0.
             if (type(send) is _ndarray and type(recv) is _ndarray
                     and send.size == size * recv.size
@@ -215,7 +214,7 @@ class FastPaths:
                 mpi_op = by_dtype.get(dtype) if by_dtype is not None else None
                 if mpi_op is not None:
                     if in_use.owner is not None:
-                        concurrent_use(in_use, _comm, "reduce_scatter")
+                        concurrent_use(in_use, comm, "reduce_scatter")
                     try:
                         in_use.owner = True
                         state.seq = step[state.seq]
@@ -227,11 +226,11 @@ class FastPaths:
                     return True
             return False
 
-        def broadcast(buf: Any, root: int, *, _comm: Any = comm) -> bool:
+        def broadcast(buf: Any, root: int) -> bool:
             if (type(buf) is _ndarray and type(root) is int and 0 <= root < size
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
                 if in_use.owner is not None:
-                    concurrent_use(in_use, _comm, "broadcast")
+                    concurrent_use(in_use, comm, "broadcast")
                 try:
                     in_use.owner = True
                     state.seq = step[state.seq]
@@ -243,7 +242,7 @@ class FastPaths:
                 return True
             return False
 
-        def all_to_all(send: Any, recv: Any, *, _comm: Any = comm) -> bool:
+        def all_to_all(send: Any, recv: Any) -> bool:
             # Even split along dim 0, as all_to_all_single without split sizes.
             if (type(send) is _ndarray and type(recv) is _ndarray
                     and (sdim := send.ndim) and (rdim := recv.ndim) and send.size == recv.size
@@ -255,7 +254,7 @@ class FastPaths:
                     and (sdim < 2 or send.flags.c_contiguous)
                     and (rdim < 2 or recv.flags.c_contiguous)):
                 if in_use.owner is not None:
-                    concurrent_use(in_use, _comm, "all_to_all")
+                    concurrent_use(in_use, comm, "all_to_all")
                 try:
                     in_use.owner = True
                     state.seq = step[state.seq]
@@ -267,7 +266,7 @@ class FastPaths:
                 return True
             return False
 
-        def send(buf: Any, dst: int, tag: int, *, _comm: Any = comm) -> bool:
+        def send(buf: Any, dst: int, tag: int) -> bool:
             if (type(buf) is _ndarray and type(dst) is int and 0 <= dst < size and dst != rank
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
                 state.seq = step[state.seq]
@@ -278,7 +277,7 @@ class FastPaths:
                 return True
             return False
 
-        def recv(buf: Any, src: int, tag: int, *, _comm: Any = comm) -> bool:
+        def recv(buf: Any, src: int, tag: int) -> bool:
             if (type(buf) is _ndarray and type(src) is int and 0 <= src < size and src != rank
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
                 state.seq = step[state.seq]
@@ -315,7 +314,7 @@ class FastPaths:
     def disabled(cls) -> FastPaths:
         """Fast paths that never apply, for a communicator that checks every call."""
         self = cls.__new__(cls)
-        self.size, self._paths = 0, dict.fromkeys(_PATHS, never)
+        self.size, self._paths, self.comm = 0, dict.fromkeys(_PATHS, never), None
         self.in_use = InUse()
         self._set(never)
         return self
@@ -333,10 +332,9 @@ def _all_reduce_at(comm: Any, in_use: InUse, state: Any, step: Any, allreduce: A
     fromaddress = MPI.buffer.fromaddress
 
     # Named as the operation: the watchdog reports a fast path by its function's name.
-    def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any, *,
-                   _comm: Any = comm) -> bool:
+    def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
         if in_use.owner is not None:
-            concurrent_use(in_use, _comm, "all_reduce")
+            concurrent_use(in_use, comm, "all_reduce")
         try:
             in_use.owner = True
             state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
@@ -352,6 +350,63 @@ _PATHS = ("all_gather", "all_reduce", "all_reduce_at", "all_to_all", "broadcast"
           "reduce_scatter", "send")
 _live: weakref.WeakSet[FastPaths] = weakref.WeakSet()
 _paused = 0
+_FILE = FastPaths.__init__.__code__.co_filename
+_ABSENT = object()
+
+
+def _live_paths() -> list[FastPaths]:
+    """Every FastPaths alive, also while another thread makes or frees one."""
+    for _ in range(10):
+        try:
+            return list(_live)
+        except RuntimeError:  # the set changed size during the copy: copy again
+            continue
+    return []
+
+
+def _owner(frame: Any) -> FastPaths | None:
+    """The FastPaths whose fast path ``frame`` runs, or None for any other frame.
+
+    All FastPaths share their functions' code, so the frame is matched by its free variables:
+    a path's cells hold objects of its FastPaths alone (the bound mpi4py methods), and a frame
+    of the path sees the same objects among its locals.
+    """
+    code = frame.f_code
+    if code.co_filename != _FILE or code.co_name not in _PATHS or not code.co_freevars:
+        return None
+    local = frame.f_locals
+    for fast in _live_paths():
+        for path in fast._paths.values():
+            if getattr(path, "__code__", None) is code and _runs(path, local):
+                return fast
+    return None
+
+
+def _runs(path: Any, local: dict[str, Any]) -> bool:
+    """Whether a frame whose locals are ``local`` runs ``path`` (same code known)."""
+    try:
+        return all(local.get(name, _ABSENT) is cell.cell_contents
+                   for name, cell in zip(path.__code__.co_freevars, path.__closure__ or (),
+                                         strict=True))
+    except ValueError:  # an empty cell
+        return False
+
+
+def _blocked_call(frame: Any) -> watchdog.BlockedCall | None:
+    """The operation and group of a fast path's frame, for the watchdog's report."""
+    fast = _owner(frame)
+    if fast is None:
+        return None
+    name = frame.f_code.co_name
+    local = frame.f_locals
+    peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
+    return watchdog.BlockedCall(name, fast.comm, None, peer if isinstance(peer, int) else None)
+
+
+# Each fast path calls MPI itself, so its own frame is the innermost while it blocks (the
+# function of all_reduce_at is named all_reduce too).
+watchdog.register_blocking_names(_FILE, _PATHS)
+watchdog.register_frame_reader(_blocked_call)
 
 
 def pause() -> None:
@@ -382,6 +437,7 @@ def paused() -> Iterator[None]:
     paths skip; while it counts, every call goes through them.
 
     Examples:
+        >>> x = numpy.ones(3)
         >>> with paused():
         ...     dist.all_reduce(x)   # through MPICommunicator.all_reduce
     """
@@ -401,4 +457,3 @@ def _concatenated(big: Any, small: Any, size: int) -> bool:
     return (len(bshape) == len(sshape) > 0 and bshape[0] == size * sshape[0]
             and bshape[1:] == sshape[1:] and big.flags.c_contiguous
             and small.flags.c_contiguous)
-        >>> x = numpy.ones(3)

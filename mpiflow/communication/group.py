@@ -16,7 +16,7 @@ from typing import Any
 from mpi4py import MPI
 
 from .communicator import Communicator
-from .mpi import MPICommunicator
+from .mpi import MPICommunicator, new_communicator
 
 _WORLD_SIZE = MPI.COMM_WORLD.Get_size()
 
@@ -81,7 +81,7 @@ class ProcessGroup:
 
 # mpiflow talks on its own duplicate of COMM_WORLD so that a user's own mpi4py messages on
 # COMM_WORLD can never match ours.
-world_comm = MPICommunicator(MPI.COMM_WORLD.Dup())
+world_comm = new_communicator(MPI.COMM_WORLD.Dup())
 world_group = ProcessGroup(range(world_comm.size), world_comm)
 
 

@@ -4,9 +4,13 @@ Contiguous buffers go straight to MPI with no copy. A non-contiguous view is sta
 contiguous copy and, for outputs, written back into the view once the operation completes, so a
 strided view is received in place as far as the caller can tell.
 
-Device (CuPy) arrays go to the communicator's device communicator instead
-(:mod:`.device`: NCCL, CUDA-aware MPI or staging through host buffers), chosen and made the
-first time one is passed; numpy arrays pay one type check for it.
+Device (CuPy) arrays go to the communicator's device communicator instead (NCCL, CUDA-aware
+MPI or staging through host buffers), made the first time one is passed by the maker that
+:mod:`.device` registers (:func:`set_device_maker`); numpy arrays pay one type check for it.
+
+Make communicators with :func:`new_communicator`: it gives debug mode's checking subclass
+when ``MPIFLOW_DEBUG`` is set (:mod:`.debug_mode` registers it, :func:`set_debug_kind`), and
+an :class:`MPICommunicator` otherwise.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ from mpi4py import MPI
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
 from ..core.steps import chain as _chain
+from . import watchdog
 from .communicator import Array, Communicator, Work
 from .datatypes import reduce_plan
 from .fast import FastPaths
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
 
-__all__ = ["TAG_UB", "MPICommunicator", "MessageSizeError", "check_tag", "p2p_error"]
+__all__ = ["TAG_UB", "MPICommunicator", "MessageSizeError", "check_tag", "new_communicator",
+           "p2p_error", "set_debug_kind", "set_device_maker"]
 
 _IN_PLACE = MPI.IN_PLACE
 _ndarray = numpy.ndarray
@@ -122,6 +128,9 @@ def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
 class MPICommunicator(Communicator):
     """A :class:`Communicator` over an ``mpi4py.MPI.Comm``, for numpy arrays.
 
+    mpiflow makes its communicators with :func:`new_communicator`, which gives debug mode's
+    subclass under ``MPIFLOW_DEBUG``; the class itself always makes a plain one.
+
     Args:
         comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
 
@@ -130,16 +139,6 @@ class MPICommunicator(Communicator):
         >>> x = numpy.ones(3)
         >>> c.all_reduce(x)   # x is now world_size everywhere
     """
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> MPICommunicator:
-        # MPIFLOW_DEBUG=1: every communicator checks each collective's arguments across ranks
-        # first (.debug_mode); the class is chosen here so that the plain one pays nothing.
-        if cls is MPICommunicator:
-            from . import debug_mode
-
-            if debug_mode.enabled():
-                cls = debug_mode.DebugMPICommunicator
-        return super().__new__(cls)
 
     def __init__(self, comm: MPI.Comm | None = None) -> None:
         self.mpi_comm: MPI.Comm = MPI.COMM_WORLD if comm is None else comm
@@ -164,15 +163,17 @@ class MPICommunicator(Communicator):
         return f"MPICommunicator(rank={self.rank}, size={self.size})"
 
     # -- helpers -------------------------------------------------------------------------------
-    _device_comm: Communicator | None = None  # set by .device.device_communicator
+    _device_comm: Communicator | None = None  # set by the device maker (set_device_maker)
 
     def _on_device(self) -> Communicator | None:
         """The communicator that moves this group's device arrays (made on first use)."""
         device = self._device_comm
         if device is None:
-            from .device import device_communicator
-
-            device = device_communicator(self)
+            make = _device_maker
+            if make is None:
+                raise RuntimeError("no device transport is registered: import "
+                                   "mpiflow.communication.device (importing mpiflow does)")
+            device = make(self)
         return device
 
     def _source(self, send: Array, recv: Array | None) -> Array:
@@ -533,11 +534,64 @@ class MPICommunicator(Communicator):
             comm = self.mpi_comm.Create(group)
         finally:
             group.Free()
-        return None if comm == MPI.COMM_NULL else MPICommunicator(comm)
+        return None if comm == MPI.COMM_NULL else new_communicator(comm)
 
     def split_by_color(self, color: int | None, key: int = 0) -> MPICommunicator | None:
         if color is not None and (isinstance(color, bool) or int(color) < 0):
             raise ValueError(f"color must be a non-negative int or None, got {color!r}")
         _state.seq = _next[_state.seq]
         comm = self.mpi_comm.Split(MPI.UNDEFINED if color is None else int(color), int(key))
-        return None if comm == MPI.COMM_NULL else MPICommunicator(comm)
+        return None if comm == MPI.COMM_NULL else new_communicator(comm)
+
+
+# -- what other modules plug in ----------------------------------------------------------------
+_debug_kind: tuple[Callable[[], bool], type[MPICommunicator]] | None = None
+_device_maker: Callable[[MPICommunicator], Communicator] | None = None
+
+
+def new_communicator(comm: MPI.Comm | None = None) -> MPICommunicator:
+    """The communicator mpiflow makes over ``comm``: use it rather than the class.
+
+    With ``MPIFLOW_DEBUG`` set, debug mode's checking subclass (every collective's arguments
+    compared across ranks first, :mod:`.debug_mode`); a plain :class:`MPICommunicator`
+    otherwise, which pays nothing for the choice.
+
+    Args:
+        comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
+
+    Examples:
+        >>> c = new_communicator(MPI.COMM_WORLD.Dup())
+        >>> type(c).__name__                  # without MPIFLOW_DEBUG
+        'MPICommunicator'
+    """
+    kind = _debug_kind
+    if kind is not None and kind[0]():
+        return kind[1](comm)
+    return MPICommunicator(comm)
+
+
+def set_debug_kind(enabled: Callable[[], bool], kind: type[MPICommunicator]) -> None:
+    """Make :func:`new_communicator` give ``kind`` whenever ``enabled()`` says so.
+
+    :mod:`.debug_mode` calls it at import with its environment check and its subclass.
+    """
+    global _debug_kind
+    _debug_kind = (enabled, kind)
+
+
+def set_device_maker(make: Callable[[MPICommunicator], Communicator]) -> None:
+    """Set what makes a group's device communicator, the first time a device array comes.
+
+    :mod:`.device` calls it at import; ``make`` keeps the communicator it makes on the
+    MPI communicator's ``_device_comm``, which routes the later calls straight to it.
+    """
+    global _device_maker
+    _device_maker = make
+
+
+# The functions that block in MPI themselves: _run's ``blocking`` is a lambda or a bound
+# mpi4py method, and the Work of irecv waits in a closure named as the module's _wait_all.
+for _site in (_wait_all, MPICommunicator._run, MPICommunicator.recv, MPICommunicator.split,
+              MPICommunicator.split_by_color):
+    watchdog.register_blocking_site(_site)
+watchdog.register_blocking_names(_wait_all.__code__.co_filename, ("<lambda>",))

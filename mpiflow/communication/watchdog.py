@@ -24,6 +24,12 @@ Without ``MPI_THREAD_MULTIPLE`` the thread calls no MPI function but ``MPI_Abort
 report describes this rank only. Blocking code outside the communication layer (raw mpi4py,
 MPI-IO) can be watched with :func:`watched`.
 
+The watchdog imports none of the modules it watches: each registers with it at import. A
+module that blocks names its blocking sites (:func:`register_blocking_site`,
+:func:`register_blocking_names`), and one whose frames can tell which operation and group they
+serve registers a reader for them (:func:`register_frame_reader`). ``mpiflow/__init__`` starts
+the watchdog (:func:`start`) once the abort handlers are in place.
+
 Example:
     >>> from mpiflow.communication import watchdog
     >>> watchdog.get_timeout()
@@ -43,8 +49,9 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import FrameType
+from typing import Any, NamedTuple
 
 from mpi4py import MPI
 
@@ -55,15 +62,24 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "NEXT",
     "STATE",
+    "BlockedCall",
     "CallState",
+    "FrameReader",
     "Watchdog",
+    "blocking_sites",
+    "describe_stack",
     "format_report",
     "get_timeout",
+    "in_blocking_site",
+    "operation_of",
+    "register_blocking_names",
     "register_blocking_site",
+    "register_frame_reader",
     "set_timeout",
     "start",
     "stop",
     "timeout_from_environment",
+    "unregister_blocking_site",
     "watched",
 ]
 
@@ -141,8 +157,13 @@ def watched(operation: str, comm: Any = None) -> Iterator[None]:
         comm: the mpi4py communicator it runs on, for the report's group, or None.
 
     Example:
+        >>> from mpi4py import MPI
+        >>> comm = MPI.COMM_WORLD
+        >>> fh = MPI.File.Open(comm, "x.bin", MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        >>> offset, buf = 8 * comm.Get_rank(), numpy.zeros(1)
         >>> with watched("checkpoint save", comm):
         ...     fh.Write_at_all(offset, buf)
+        >>> fh.Close()
     """
     state = STATE
     previous = state.note
@@ -155,57 +176,108 @@ def watched(operation: str, comm: Any = None) -> Iterator[None]:
         state.note = previous
 
 
-# -- what a process is doing ------------------------------------------------------------------
+# -- what a process is doing: what the blocking modules register --------------------------
 
-        >>> from mpi4py import MPI
-        >>> comm = MPI.COMM_WORLD
-        >>> fh = MPI.File.Open(comm, "x.bin", MPI.MODE_WRONLY | MPI.MODE_CREATE)
-        >>> offset, buf = 8 * comm.Get_rank(), numpy.zeros(1)
-_sites: dict[str, frozenset[str]] = {}
-_extra_sites: list[tuple[str, str]] = []
-        >>> fh.Close()
+class BlockedCall(NamedTuple):
+    """The mpiflow call a frame is in, as a :func:`register_frame_reader` reader sees it.
 
-
-def blocking_sites() -> dict[str, frozenset[str]]:
-    """The functions that call blocking MPI functions: function names by source file.
-
-    A thread whose innermost Python frame is one of them is blocked in MPI (C code makes no
-    Python frames). Names rather than code objects, so that wrappers (``count_collectives``)
-    change nothing.
+    Attributes:
+        op: the operation, as the report names it (``"all_reduce"``, ``"recv (Work.wait)"``).
+        comm: the mpi4py communicator it runs on, or None when unknown.
+        size: the group's size, or None to ask ``comm``.
+        peer: the peer of a point-to-point call, a rank of ``comm``; None otherwise.
+        debug: whether the frame is debug mode's argument check before the operation.
     """
-    if not _sites:
-        from . import debug_mode, fast, mpi
 
-        found = {mpi._wait_all.__code__.co_filename: {
-            "<lambda>", "_run", "_wait_all", "recv", "split", "split_by_color"},
-            _fast_file(): set(fast._PATHS)}
-        found.setdefault(debug_mode.DebugMPICommunicator._exchange.__code__.co_filename,
-                         set()).add("_exchange")
-        for filename, name in _extra_sites:
-            found.setdefault(filename, set()).add(name)
-        _sites.update({k: frozenset(v) for k, v in found.items()})
-    return _sites
+    op: str
+    comm: Any = None
+    size: int | None = None
+    peer: int | None = None
+    debug: bool = False
+
+
+FrameReader = Callable[[FrameType], BlockedCall | None]
+"""Maps a frame to the call it runs, or None when the frame is none of the reader's."""
+
+# Source file -> names of its functions that call a blocking MPI function. Each registration
+# replaces one entry by a new frozenset, so that the watchdog thread reads it without a lock.
+_sites: dict[str, frozenset[str]] = {}
+_readers: tuple[FrameReader, ...] = ()
+_registering = threading.Lock()
+
+
+def register_blocking_names(filename: str, names: Iterable[str]) -> None:
+    """Let the watchdog watch the functions of one source file with these names.
+
+    For the functions that :func:`register_blocking_site` cannot name by object: lambdas
+    (``"<lambda>"``) and closures made per call or per communicator. Every such function must
+    step :data:`STATE` (``STATE.seq = NEXT[STATE.seq]``) before it blocks.
+
+    Args:
+        filename: the file's name as its code objects carry it (``f.__code__.co_filename``).
+        names: the functions' names (``co_name``).
+    """
+    with _registering:
+        _sites[filename] = _sites.get(filename, frozenset()) | frozenset(names)
 
 
 def register_blocking_site(function: Any) -> None:
     """Let the watchdog watch a function that calls a blocking MPI (or device) function.
 
     The function must step :data:`STATE` (``STATE.seq = NEXT[STATE.seq]``) before it blocks,
-    so that the watchdog tells one call from the next.
+    so that the watchdog tells one call from the next. Sites are known by file and name, not
+    by code object, so that wrappers (``count_collectives``) change nothing.
 
     Args:
-        function: a Python function; a thread whose innermost frame runs it is inside a call.
+        function: a Python function (or method); a thread whose innermost frame runs it is
+            inside a call.
     """
-    code = function.__code__
-    _extra_sites.append((code.co_filename, code.co_name))
-    _sites.clear()  # rebuilt with it on next use
+    code = getattr(function, "__func__", function).__code__
+    register_blocking_names(code.co_filename, (code.co_name,))
+
+
+def unregister_blocking_site(function: Any) -> None:
+    """Undo :func:`register_blocking_site` (every site of the function's file and name)."""
+    code = getattr(function, "__func__", function).__code__
+    with _registering:
+        names = _sites.get(code.co_filename, frozenset()) - {code.co_name}
+        if names:
+            _sites[code.co_filename] = names
+        else:
+            _sites.pop(code.co_filename, None)
+
+
+def register_frame_reader(reader: FrameReader) -> None:
+    """Teach the watchdog to tell which call a frame of some module is in.
+
+    Reports name the operation and group of every blocked thread from its stack: the
+    innermost mpiflow frame that some reader recognizes gives them. A reader must be quick and
+    must not block or communicate (it runs on the watchdog's thread, on other threads'
+    frames); an exception in it counts as "not mine".
+
+    Args:
+        reader: maps a frame to a :class:`BlockedCall`, or to None for a frame of no
+            operation it knows.
+    """
+    global _readers
+    with _registering:
+        _readers = (*_readers, reader)
+
+
+def blocking_sites() -> dict[str, frozenset[str]]:
+    """The registered blocking sites: function names by source file.
+
+    A thread whose innermost Python frame is one of them is blocked in MPI (C code makes no
+    Python frames).
+    """
+    return dict(_sites)
 
 
 def in_blocking_site(frame: Any) -> bool:
     """Whether ``frame`` (a thread's innermost) is one of :func:`blocking_sites`."""
     if frame is None:
         return False
-    names = blocking_sites().get(frame.f_code.co_filename)
+    names = _sites.get(frame.f_code.co_filename)
     return names is not None and frame.f_code.co_name in names
 
 
@@ -245,8 +317,13 @@ def _call(op: str, mpi_comm: Any, size: int | None, peer: int | None) -> dict[st
             "debug": False}
 
 
-def _operation_of(start: Any) -> tuple[str, Any]:
-    """The operation and mpi4py communicator of the ``start`` callable a ``Work`` keeps."""
+def operation_of(start: Any) -> tuple[str, Any]:
+    """The operation and mpi4py communicator of what started a ``Work`` (its ``what``).
+
+    Args:
+        start: an ``(operation, mpi4py communicator, ...)`` tuple, a bound mpi4py method
+            (``comm.Ibarrier``), or a closure made inside the operation's method.
+    """
     if isinstance(start, tuple):
         return str(start[0]), start[1] if len(start) > 1 else None
     owner = getattr(start, "__self__", None)
@@ -263,14 +340,24 @@ def _operation_of(start: Any) -> tuple[str, Any]:
     return name, comm
 
 
-def _fast_file() -> str:
-    from . import fast
-
-    return str(fast.FastPaths.__init__.__code__.co_filename)
+def _read(frame: Any) -> BlockedCall | None:
+    """What the registered readers say of ``frame``: the first answer, or None."""
+    for reader in _readers:
+        try:
+            found = reader(frame)
+        except Exception:  # a reader's bug must not stop the watchdog's thread
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def describe_stack(frame: Any) -> dict[str, Any] | None:
     """The blocking mpiflow call a thread whose innermost frame is ``frame`` is in.
+
+    The innermost mpiflow frame that a registered reader (:func:`register_frame_reader`)
+    recognizes names the operation; the outermost mpiflow frame around it, the public entry
+    point; the frame that called that, the user's call site.
 
     Args:
         frame: a frame (from ``sys._current_frames()``), or None.
@@ -279,9 +366,6 @@ def describe_stack(frame: Any) -> dict[str, Any] | None:
         ``{"op", "group" (world ranks or None), "size", "peer", "api", "site", "debug"}``, or
         None when the stack is in no mpiflow operation.
     """
-    from .communicator import Communicator, Work
-    from .debug import OPERATIONS
-
     chain = []
     while frame is not None:
         chain.append(frame)
@@ -289,33 +373,17 @@ def describe_stack(frame: Any) -> dict[str, Any] | None:
     for i, f in enumerate(chain):
         if not _in_package(f):
             continue
-        me = f.f_locals.get("self")
-        name = f.f_code.co_name
-        call = None
-        if isinstance(me, Communicator) and name in OPERATIONS:
-            local = f.f_locals
-            peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
-            call = _call(name, getattr(me, "mpi_comm", None), me.size,
-                         peer if isinstance(peer, int) else None)
-        elif "_comm" in f.f_code.co_varnames and f.f_code.co_filename == _fast_file():
-            # A fast path (.fast): its communicator is its ``_comm`` default.
-            local = f.f_locals
-            peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
-            call = _call(name, local.get("_comm"), None, peer if isinstance(peer, int) else None)
-        elif isinstance(me, Work) and name == "wait":
-            what = getattr(me, "what", None)
-            op, comm = _operation_of(what) if what is not None else ("an operation", None)
-            peer = what[2] if isinstance(what, tuple) and len(what) > 2 else None
-            call = _call(f"{op} (Work.wait)", comm, None, peer)
-        if call is None:
+        found = _read(f)
+        if found is None:
             continue
+        call = _call(found.op, found.comm, found.size, found.peer)
         j = i
         while j + 1 < len(chain) and _in_package(chain[j + 1]):
             j += 1
         api = chain[j]
         call["api"] = f"{api.f_globals.get('__name__', '?')}.{api.f_code.co_name}"
         call["site"] = _site(chain[j + 1]) if j + 1 < len(chain) else ""
-        call["debug"] = any(c.f_code.co_name == "_exchange" for c in chain[:i])
+        call["debug"] = bool(found.debug)
         return call
     return None
 
@@ -648,8 +716,10 @@ def set_timeout(seconds: float) -> None:
 def start(timeout: float | None = None) -> None:
     """Start the watchdog of this process (collective over the world: call it on every rank).
 
-    Called on ``import mpiflow``; a no-op with one rank. Makes the watchdogs' communicator
-    and installs the exit hook that tells the other ranks when this one exits.
+    ``mpiflow/__init__`` calls it on ``import mpiflow``, after
+    ``_runtime.install_abort_handler()``; it starts no thread with one rank. Makes the
+    watchdogs' communicator and installs the exit hook that tells the other ranks when this
+    one exits.
 
     Args:
         timeout: seconds; None reads ``MPIFLOW_TIMEOUT`` (default 600).

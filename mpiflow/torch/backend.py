@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 from ..communication import watchdog
 from ..communication.group import world_comm
-from ..communication.mpi import MPICommunicator
+from ..communication.mpi import new_communicator
 from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
 
 __all__ = ["create_process_group", "register"]
@@ -61,7 +61,7 @@ def create_process_group(opts: Any, pg_options: Any = None) -> ProcessGroupMPIFl
             group.Free()
     if comm == MPI.COMM_NULL:  # cannot happen for a member; be clear if it does
         raise RuntimeError(f"MPI made no communicator for the group {ranks}")
-    return ProcessGroupMPIFlow(MPICommunicator(comm), timeout)
+    return ProcessGroupMPIFlow(new_communicator(comm), timeout)
 
 
 def register() -> None:
