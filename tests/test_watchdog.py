@@ -559,3 +559,33 @@ def test_init_process_group_timeout_sets_the_watchdog_limit() -> None:
     finally:
         watchdog.set_timeout(before)
 
+
+@pytest.mark.parametrize("call", ["all_gather_object([None] * 3, {'x': bytes(10)})",
+                                  "broadcast_object_list([None], src=1)",
+                                  "scatter_object_list([None], None, src=1)"])
+def test_a_hung_object_collective_is_reported_by_name(call: str) -> None:
+    # A job of its own (the watchdog aborts it): pkl5 blocks in mpi4py's Python code, outside
+    # the layer's blocking sites, so the object collectives tell the watchdog themselves.
+    import textwrap
+
+    from helpers import run_job
+
+    code = textwrap.dedent(f"""
+        import time, mpiflow.distributed as dist
+        if dist.get_rank() == 1:
+            time.sleep(60)
+        dist.{call}
+        print("unreachable")
+    """)
+    result = run_job(3, code, timeout=60, env={"MPIFLOW_TIMEOUT": "3"})
+    err = result.stderr
+    assert result.returncode != 0, err
+    assert result.seconds < 30, (result.seconds, err)
+    assert "unreachable" not in result.stdout
+    op = call.split("(")[0]
+    assert f"{op} on the world (ranks 0..2) has not completed after" in err, err
+    assert f"called at <string>:5 in <module> (through mpiflow.communication.objects.{op})" \
+        in err, err
+    assert "arrived (waiting in the same call): ranks 0, 2" in err, err
+    assert "not arrived: rank 1" in err, err
+    assert "rank 1: not in an mpiflow call" in err, err

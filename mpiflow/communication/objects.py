@@ -1,63 +1,145 @@
 """Collectives of picklable Python objects, with PyTorch's signatures.
 
-Objects travel as pickled bytes in numpy ``uint8`` arrays over the same communicator as arrays:
-sizes first (one small fixed-size collective), then the bytes, so no side ever guesses a length.
+Objects travel through :mod:`mpi4py.util.pkl5`: pickle protocol 5 with out-of-band buffers, so
+the data of a large numpy array is sent from its own memory instead of being copied into the
+pickle, and each buffer may exceed 2 GiB (pkl5 sends it with a large MPI datatype). pkl5's
+gather, scatter and all-gather talk on a duplicate of the group's communicator that mpi4py
+makes once per communicator, so their messages never meet the user's sends and receives.
+
+The watchdog: pkl5 blocks inside mpi4py's Python functions, not in a blocking site of this
+layer, so every call runs in ``watchdog.watched(operation, comm)``, and a frame reader names
+the operation, its group and the caller's line in the report. pkl5's own functions are not
+registered as blocking sites: user code (and ``mpi4py.futures`` with ``use_pkl5``) waits in
+the same functions, for as long as it likes, outside any mpiflow call.
+
+Ranks given as ``src``/``dst`` are world ranks; on a rank outside ``group`` every function
+returns at once and leaves its arguments untouched; a destroyed group raises everywhere.
 """
 
 from __future__ import annotations
 
-import pickle
+import weakref
+from types import FrameType
 from typing import Any
 
 import numpy
+from mpi4py import MPI
+from mpi4py.util import pkl5
 
-from . import Communicator
 from .collectives import resolve_group
+from .communicator import Communicator
+from .debug_mode import CollectiveMismatchError
 from .group import ProcessGroup
+from .watchdog import BlockedCall, register_frame_reader, watched
 
 __all__ = ["all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"]
 
-# Tag of the point-to-point messages of gather_object/scatter_object_list. mpiflow talks on its
-# own duplicate of COMM_WORLD, so only mpiflow.distributed.send(tag=...) could collide with it.
-_OBJECT_TAG = 32001
+_OPERATIONS = ("broadcast_object_list", "all_gather_object", "gather_object",
+               "scatter_object_list")
+_ROOT_NAMES = {"broadcast_object_list": "src", "gather_object": "dst",
+               "scatter_object_list": "src"}
 
 
-def _dumps(obj: Any) -> numpy.ndarray:
-    return numpy.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=numpy.uint8)
+def _pkl5_comm(comm: Communicator, operation: str) -> pkl5.Intracomm:
+    """pkl5's view of the mpi4py communicator behind ``comm``.
+
+    Made per call rather than cached: wrapping shares the MPI handle and costs about 0.4 us,
+    while a cached wrapper would keep using the handle after ``MPI.Finalize()``, where the
+    group's ``mpi_comm`` becomes a stand-in that raises a clear error (MPICH would abort).
+    """
+    mpi_comm = getattr(comm, "mpi_comm", None)
+    if isinstance(mpi_comm, MPI.Intracomm):
+        return pkl5.Intracomm(mpi_comm)
+    if MPI.Is_finalized():
+        raise RuntimeError(f"MPI is finalized: mpiflow cannot communicate after MPI.Finalize() "
+                           f"(called {operation})")
+    raise TypeError(f"{operation} needs a group over an MPI communicator, got {comm!r}")
 
 
-def _loads(data: numpy.ndarray) -> Any:
-    return pickle.loads(data.tobytes())
+# The communicators whose pkl5 context exists: mpi4py's duplicate of the communicator, which
+# pkl5's gather, scatter and all-gather make at their first call on it.
+_with_context: weakref.WeakSet[Communicator] = weakref.WeakSet()
 
 
-def _member(group: ProcessGroup | None) -> tuple[ProcessGroup, Communicator | None]:
-    g = resolve_group(group)
-    return g, g.comm
+def _make_context(comm: Communicator, mpi: pkl5.Intracomm) -> None:
+    """Have every rank arrive before pkl5's first gather, scatter or all-gather on ``comm``.
+
+    mpi4py makes the context (``MPI_Comm_dup``) holding the GIL, so a rank that never arrived
+    would freeze every thread of the others, the watchdog's included, with no report. A barrier
+    releases the GIL while it waits; once all have passed it, the duplicate completes.
+    """
+    if comm not in _with_context:
+        mpi.Barrier()
+        _with_context.add(comm)
+
+
+def _agree(group: ProcessGroup, comm: Communicator, operation: str, root: int) -> None:
+    """``MPIFLOW_DEBUG=1``: raise on every rank unless all call ``operation`` with ``root``.
+
+    pkl5 bypasses the debug communicator's own argument checks, so the object collectives make
+    theirs: one all-gather of (operation, root) through the checked communicator, which also
+    catches a rank that is in a different, non-object collective.
+
+    Raises:
+        CollectiveMismatchError: the ranks called different object collectives or roots.
+    """
+    if not getattr(comm, "checks_every_call", False) or comm.size == 1:
+        return
+    mine = numpy.array([_OPERATIONS.index(operation), root], dtype=numpy.int64)
+    table = numpy.empty(2 * comm.size, dtype=numpy.int64)
+    comm.all_gather(mine, table)
+    rows = table.reshape(comm.size, 2)
+    if (rows == rows[0]).all():
+        return
+    calls: dict[str, list[int]] = {}
+    for r, (op, at) in enumerate(rows.tolist()):
+        name = _OPERATIONS[op]
+        root_name = _ROOT_NAMES.get(name)
+        text = name if root_name is None else f"{name}({root_name}={group.ranks[at]})"
+        calls.setdefault(text, []).append(group.ranks[r])
+    lines = [f"ranks called mismatched object collectives on {group.describe()}:"]
+    lines += [f"  rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}: {text}"
+              for text, ranks in calls.items()]
+    raise CollectiveMismatchError("\n".join(lines))
 
 
 def broadcast_object_list(object_list: list[Any], src: int = 0,
                           group: ProcessGroup | None = None, device: Any = None) -> None:
     """Replace the entries of ``object_list`` with those of world rank ``src``, in place.
 
-    Every rank passes a list of the same length.
+    Every rank of the group passes a list of the same length; the source's list is left as it
+    is, the others get unpickled copies.
+
+    Args:
+        object_list: the objects to send on ``src``, the list to fill elsewhere.
+        src: the world rank that sends.
+        group: the group (None: the world); a rank outside it does nothing.
+        device: accepted for PyTorch's signature; objects are unpickled as they were sent.
+
+    Raises:
+        TypeError: ``object_list`` is not a list (on every rank).
+        ValueError: ``src`` is not a rank of the group; or, after the broadcast and on the
+            receiving ranks only, their list's length differs from the source's.
 
     Examples:
-        >>> objs = [{"lr": 0.1}, "tag"] if dist.get_rank() == 0 else [None, None]
-        >>> dist.broadcast_object_list(objs, src=0)
+        >>> from mpiflow.communication.group import world_comm
+        >>> objs = [{"lr": 0.1}, "tag"] if world_comm.rank == 0 else [None, None]
+        >>> broadcast_object_list(objs, src=0)
+        >>> objs
+        [{'lr': 0.1}, 'tag']
     """
     if not isinstance(object_list, list):
         raise TypeError(f"object_list must be a list, got {type(object_list).__name__}")
-    g, comm = _member(group)
+    g = resolve_group(group)
+    comm = g.comm
     if comm is None:
         return
     root = g.group_rank(src, "src")
-    payload = _dumps(list(object_list)) if comm.rank == root else None
-    length = numpy.array([0 if payload is None else payload.size], dtype=numpy.int64)
-    comm.broadcast(length, root)
-    data = payload if payload is not None else numpy.empty(int(length[0]), dtype=numpy.uint8)
-    comm.broadcast(data, root)
+    mpi = _pkl5_comm(comm, "broadcast_object_list")
+    _agree(g, comm, "broadcast_object_list", root)
+    with watched("broadcast_object_list", mpi):
+        received = mpi.bcast(object_list if comm.rank == root else None, root)
     if comm.rank != root:
-        received = _loads(data)
         if len(received) != len(object_list):
             raise ValueError(f"object_list has {len(object_list)} entries here but "
                              f"{len(received)} on the source rank {src}")
@@ -66,86 +148,141 @@ def broadcast_object_list(object_list: list[Any], src: int = 0,
 
 def all_gather_object(object_list: list[Any], obj: Any,
                       group: ProcessGroup | None = None) -> None:
-    """Fill ``object_list[i]`` with rank ``i``'s ``obj`` on every rank of the group."""
+    """Fill ``object_list[i]`` with group rank ``i``'s ``obj``, on every rank of the group.
+
+    Every entry, this rank's included, is an unpickled copy.
+
+    Args:
+        object_list: a list with one entry per rank of the group, overwritten in place.
+        obj: this rank's picklable object.
+        group: the group (None: the world); a rank outside it does nothing.
+
+    Raises:
+        TypeError: ``object_list`` is not a list.
+        ValueError: its length is not the group's size.
+
+    Examples:
+        >>> from mpiflow.communication.group import world_comm
+        >>> ranks = [None] * world_comm.size
+        >>> all_gather_object(ranks, world_comm.rank)
+        >>> ranks == list(range(world_comm.size))
+        True
+    """
     if not isinstance(object_list, list):
         raise TypeError(f"object_list must be a list, got {type(object_list).__name__}")
-    _, comm = _member(group)
+    g = resolve_group(group)
+    comm = g.comm
     if comm is None:
         return
     if len(object_list) != comm.size:
         raise ValueError(f"object_list must have one entry per rank of the group ({comm.size}), "
                          f"got {len(object_list)}")
-    payload = _dumps(obj)
-    sizes = numpy.empty(comm.size, dtype=numpy.int64)
-    comm.all_gather(numpy.array([payload.size], dtype=numpy.int64), sizes)
-    counts = [int(s) for s in sizes]
-    data = numpy.empty(sum(counts), dtype=numpy.uint8)
-    comm.all_gather_v(payload, data, counts)
-    offset = 0
-    for i, count in enumerate(counts):
-        object_list[i] = _loads(data[offset:offset + count])
-        offset += count
+    mpi = _pkl5_comm(comm, "all_gather_object")
+    _agree(g, comm, "all_gather_object", 0)
+    with watched("all_gather_object", mpi):
+        _make_context(comm, mpi)
+        gathered = mpi.allgather(obj)
+    object_list[:] = gathered
 
 
 def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: int = 0,
                   group: ProcessGroup | None = None) -> None:
-    """Collect every rank's ``obj`` into ``object_gather_list`` on world rank ``dst``."""
-    g, comm = _member(group)
+    """Collect every rank's ``obj`` into ``object_gather_list`` on world rank ``dst``.
+
+    Args:
+        obj: this rank's picklable object.
+        object_gather_list: on ``dst``, a list with one entry per rank of the group, filled in
+            group-rank order; ignored (and left as it is) elsewhere, where PyTorch passes None.
+        dst: the world rank that receives.
+        group: the group (None: the world); a rank outside it does nothing.
+
+    Raises:
+        ValueError: ``dst`` is not a rank of the group; or, on ``dst``,
+            ``object_gather_list`` is not a list of the group's size.
+
+    Examples:
+        >>> from mpiflow.communication.group import world_comm
+        >>> out = [None] * world_comm.size if world_comm.rank == 0 else None
+        >>> gather_object(f"from {world_comm.rank}", out, dst=0)
+        >>> out[0] if world_comm.rank == 0 else "from 0"
+        'from 0'
+    """
+    g = resolve_group(group)
+    comm = g.comm
     if comm is None:
         return
     root = g.group_rank(dst, "dst")
     if comm.rank == root and (not isinstance(object_gather_list, list)
                               or len(object_gather_list) != comm.size):
         raise ValueError(f"object_gather_list must be a list with one entry per rank of the "
-                             f"group ({comm.size}) on the destination rank")
-    payload = _dumps(obj)
-    sizes = numpy.empty(comm.size, dtype=numpy.int64) if comm.rank == root else None
-    comm.gather(numpy.array([payload.size], dtype=numpy.int64), sizes, root)
-    if comm.rank != root:
-        comm.send(payload, root, _OBJECT_TAG)
-        return
-    assert sizes is not None and object_gather_list is not None
-    buffers = [numpy.empty(int(s), dtype=numpy.uint8) for s in sizes]
-    works = [comm.irecv(buf, i, _OBJECT_TAG) for i, buf in enumerate(buffers) if i != root]
-    for work in works:
-        work.wait()
-    buffers[root] = payload
-    for i, buf in enumerate(buffers):
-        object_gather_list[i] = _loads(buf)
+                         f"group ({comm.size}) on the destination rank")
+    mpi = _pkl5_comm(comm, "gather_object")
+    _agree(g, comm, "gather_object", root)
+    with watched("gather_object", mpi):
+        _make_context(comm, mpi)
+        gathered = mpi.gather(obj, root)
+    if comm.rank == root:
+        assert object_gather_list is not None and gathered is not None
+        object_gather_list[:] = gathered
 
 
 def scatter_object_list(scatter_object_output_list: list[Any],
                         scatter_object_input_list: list[Any] | None = None, src: int = 0,
                         group: ProcessGroup | None = None) -> None:
-    """Give rank ``i`` the object ``scatter_object_input_list[i]`` of world rank ``src``.
+    """Give group rank ``i`` the object ``scatter_object_input_list[i]`` of world rank ``src``.
 
-    The object lands in ``scatter_object_output_list[0]``.
+    The object, an unpickled copy (on ``src`` too), lands in
+    ``scatter_object_output_list[0]``; the list's other entries are left as they are.
+
+    Args:
+        scatter_object_output_list: a non-empty list, on every rank.
+        scatter_object_input_list: on ``src``, one picklable object per rank of the group;
+            ignored elsewhere.
+        src: the world rank that sends.
+        group: the group (None: the world); a rank outside it does nothing.
+
+    Raises:
+        ValueError: the output list is not a non-empty list (on every rank); ``src`` is not a
+            rank of the group; or, on ``src``, the input list is not one of the group's size.
+
+    Examples:
+        >>> from mpiflow.communication.group import world_comm
+        >>> mine = [None]
+        >>> scatter_object_list(mine, [r * r for r in range(world_comm.size)], src=0)
+        >>> mine == [world_comm.rank ** 2]
+        True
     """
     if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
         raise ValueError("scatter_object_output_list must be a non-empty list")
-    g, comm = _member(group)
+    g = resolve_group(group)
+    comm = g.comm
     if comm is None:
         return
     root = g.group_rank(src, "src")
-    sizes = None
-    payloads: list[numpy.ndarray] = []
+    inputs = None
     if comm.rank == root:
         if (not isinstance(scatter_object_input_list, list)
                 or len(scatter_object_input_list) != comm.size):
             raise ValueError(f"scatter_object_input_list must be a list with one entry per rank "
                              f"of the group ({comm.size}) on the source rank")
-        payloads = [_dumps(o) for o in scatter_object_input_list]
-        sizes = numpy.array([p.size for p in payloads], dtype=numpy.int64)
-    size = numpy.empty(1, dtype=numpy.int64)
-    comm.scatter(sizes, size, root)
-    if comm.rank == root:
-        works = [comm.send(p, i, _OBJECT_TAG, async_op=True)
-                 for i, p in enumerate(payloads) if i != root]
-        for work in works:
-            assert work is not None
-            work.wait()
-        scatter_object_output_list[0] = _loads(payloads[root])
-        return
-    data = numpy.empty(int(size[0]), dtype=numpy.uint8)
-    comm.recv(data, root, _OBJECT_TAG)
-    scatter_object_output_list[0] = _loads(data)
+        inputs = scatter_object_input_list
+    mpi = _pkl5_comm(comm, "scatter_object_list")
+    _agree(g, comm, "scatter_object_list", root)
+    with watched("scatter_object_list", mpi):
+        _make_context(comm, mpi)
+        scatter_object_output_list[0] = mpi.scatter(inputs, root)
+
+
+_CODES = {f.__code__: f.__name__ for f in (broadcast_object_list, all_gather_object,
+                                           gather_object, scatter_object_list)}
+
+
+def _read_frame(frame: FrameType) -> BlockedCall | None:
+    """The object collective a frame runs, for the watchdog's report (None: not one of ours)."""
+    name = _CODES.get(frame.f_code)
+    if name is None:
+        return None
+    return BlockedCall(name, frame.f_locals.get("mpi"))
+
+
+register_frame_reader(_read_frame)
