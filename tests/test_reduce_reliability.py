@@ -218,13 +218,27 @@ def test_concurrent_use_raises_before_mpi(debug):
         in_use.owner = None
     comm.all_reduce(x)  # usable again
     numpy.testing.assert_array_equal(x, SIZE ** 2)
-    if debug:  # the general path checks in debug mode too (reduce has no fast path)
+    # The general path checks too, in debug mode or not: calls with no fast path (reduce, the
+    # _v forms, barrier), strided views, a dtype's first reduction, non-blocking starts.
+    strided = numpy.ones(6)[::2]
+    calls = {
+        "reduce": lambda: comm.reduce(x, ReduceOp.SUM, 0),
+        "all_reduce": lambda: comm.all_reduce(strided),
+        "all_gather_v": lambda: comm.all_gather_v(x, numpy.empty(3 * SIZE), [3] * SIZE),
+        "barrier": lambda: comm.barrier(),
+        "broadcast": lambda: comm.broadcast(x, 0, async_op=True),
+        "gather": lambda: comm.gather(x, numpy.empty(3 * SIZE), 0),
+    }
+    for name, call in calls.items():
         in_use = _other_thread_holds(comm)
         try:
-            with pytest.raises(RuntimeError, match="reduce on the world"):
-                comm.reduce(x, ReduceOp.SUM, 0)
+            with pytest.raises(RuntimeError, match=f"^{name} on the world .* while thread"):
+                call()
         finally:
             in_use.owner = None
+    x[...] = 1
+    comm.reduce(x, ReduceOp.SUM, 0)  # none of them ran: the ranks are still in step
+    numpy.testing.assert_array_equal(x, SIZE if RANK == 0 else 1)
     comm.mpi_comm.Barrier()
 
 

@@ -49,6 +49,7 @@ from mpi4py import MPI
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
 from . import watchdog
+from .failure import collective_failed
 from .watchdog import NEXT, STATE
 from .watchdog_report import describe_group
 
@@ -174,6 +175,8 @@ class FastPaths:
                         allreduce(in_place, buf, mpi_op)
                     except _DECLINED:
                         return False
+                    except MPI.Exception as exc:
+                        collective_failed("all_reduce", comm, exc, (buf,))
                     finally:
                         in_use.owner = None
                     return True
@@ -196,6 +199,8 @@ class FastPaths:
                     allgather(send, recv)
                 except _DECLINED:
                     return False
+                except MPI.Exception as exc:
+                    collective_failed("all_gather", comm, exc, (send, recv))
                 finally:
                     in_use.owner = None
                 return True
@@ -221,6 +226,8 @@ class FastPaths:
                         reduce_scatter_block(send, recv, mpi_op)
                     except _DECLINED:
                         return False
+                    except MPI.Exception as exc:
+                        collective_failed("reduce_scatter", comm, exc, (send, recv))
                     finally:
                         in_use.owner = None
                     return True
@@ -237,6 +244,8 @@ class FastPaths:
                     bcast(buf, root)
                 except _DECLINED:
                     return False
+                except MPI.Exception as exc:
+                    collective_failed("broadcast", comm, exc, (buf,))
                 finally:
                     in_use.owner = None
                 return True
@@ -261,6 +270,8 @@ class FastPaths:
                     alltoall(send, recv)
                 except _DECLINED:
                     return False
+                except MPI.Exception as exc:
+                    collective_failed("all_to_all", comm, exc, (send, recv))
                 finally:
                     in_use.owner = None
                 return True
@@ -339,6 +350,8 @@ def _all_reduce_at(comm: Any, in_use: InUse, state: Any, step: Any, allreduce: A
             in_use.owner = True
             state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
             allreduce(in_place, [fromaddress(address, nbytes), datatype], mpi_op)
+        except MPI.Exception as exc:
+            collective_failed("all_reduce", comm, exc)
         finally:
             in_use.owner = None
         return True

@@ -16,6 +16,7 @@ an :class:`MPICommunicator` otherwise.
 from __future__ import annotations
 
 import sys
+from _thread import get_ident
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,9 +29,11 @@ from ..core.steps import chain as _chain
 from . import watchdog
 from .communicator import Array, Communicator, Work
 from .datatypes import reduce_plan
-from .fast import FastPaths
+from .failure import collective_failed
+from .fast import FastPaths, concurrent_use
 from .watchdog import NEXT as _next
 from .watchdog import STATE as _state
+from .watchdog import operation_of
 
 __all__ = ["TAG_UB", "MPICommunicator", "MessageSizeError", "check_tag", "new_communicator",
            "p2p_error", "set_debug_kind", "set_device_maker"]
@@ -68,6 +71,28 @@ def _wait_all(requests: Sequence[MPI.Request]) -> None:
 
 def _test_all(requests: Sequence[MPI.Request]) -> bool:
     return bool(MPI.Request.Testall(list(requests)))
+
+
+def _collective_waits(start: Any, mpi_comm: Any, keep: Any
+                      ) -> tuple[Callable[[Sequence[MPI.Request]], None],
+                                 Callable[[Sequence[MPI.Request]], bool]]:
+    """The wait and test of a non-blocking collective: an error MPI reports in them aborts
+    the job with a report naming the call (:func:`.failure.collective_failed`)."""
+
+    # Named as the module's own, which the watchdog knows as blocking sites.
+    def _wait_all(requests: Sequence[MPI.Request]) -> None:
+        try:
+            MPI.Request.Waitall(list(requests))
+        except MPI.Exception as exc:
+            collective_failed(operation_of(start)[0], mpi_comm, exc, keep)
+
+    def _test_all(requests: Sequence[MPI.Request]) -> bool:
+        try:
+            return bool(MPI.Request.Testall(list(requests)))
+        except MPI.Exception as exc:
+            collective_failed(operation_of(start)[0], mpi_comm, exc, keep)
+
+    return _wait_all, _test_all
 
 
 def _readable(buf: Array) -> Array:
@@ -203,20 +228,49 @@ class MPICommunicator(Communicator):
             raise TypeError(f"send and receive dtypes differ: {a.dtype} and {b.dtype}")
 
     def _run(self, blocking: Callable[[], Any], start: Callable[[], MPI.Request],
-             async_op: bool, finalize: Callable[[], None] | None, keep: Any = None
-             ) -> Work | None:
+             async_op: bool, finalize: Callable[[], None] | None, keep: Any = None,
+             collective: bool = True) -> Work | None:
+        """Run a call's blocking form, or start its non-blocking one (``async_op``).
+
+        For a collective (``collective``), a second thread of this rank that calls one on
+        this communicator meanwhile gets ``RuntimeError`` (the in-use mark of the fast
+        paths, :func:`.fast.concurrent_use`), and an error MPI reports aborts the job with a
+        report naming the call (:func:`.failure.collective_failed`); the operation's name
+        comes from ``start``, a closure made in its method (or a bound ``comm.Ibarrier``).
+        """
+        in_use = self.fast.in_use
+        owner = in_use.owner
+        if collective and owner is not None:
+            concurrent_use(in_use, self.mpi_comm, operation_of(start)[0])
         if async_op:
             try:
-                work = Work([start()], finalize, keep, _wait_all, _test_all)
+                request = start()
             except _UNMAPPABLE as exc:
                 raise _unmappable(exc) from None
+            except MPI.Exception as exc:
+                if collective:
+                    collective_failed(operation_of(start)[0], self.mpi_comm, exc, keep)
+                raise
+            waits = _collective_waits(start, self.mpi_comm, keep) if collective else \
+                (_wait_all, _test_all)
+            work = Work([request], finalize, keep, *waits)
             work.what = start  # what the watchdog names when a wait() hangs
             return work
         _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+        mark = collective and owner is None
+        if mark:
+            in_use.owner = get_ident()
         try:
             blocking()
         except _UNMAPPABLE as exc:
             raise _unmappable(exc) from None
+        except MPI.Exception as exc:
+            if collective:
+                collective_failed(operation_of(start)[0], self.mpi_comm, exc, keep)
+            raise
+        finally:
+            if mark:
+                in_use.owner = None
         if finalize is not None:
             finalize()
         return None
@@ -451,7 +505,7 @@ class MPICommunicator(Communicator):
         comm = self.mpi_comm
         try:
             return self._run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
-                             async_op, None, src)
+                             async_op, None, src, collective=False)
         except MPI.Exception as exc:
             raise p2p_error(exc, "send", dst, tag) from None
 
