@@ -388,3 +388,86 @@ def test_bad_input_to_every_public_entry_point_raises_and_never_hangs(ranks: int
         assert "'other'" not in line and "no error" not in line, line
     # every rank saw the same outcomes, so no rank was left inside a collective
     assert len({line.split(maxsplit=1)[1] for line in summaries}) == 1, summaries
+
+
+# -- a bad argument on one rank only -------------------------------------------------------------
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_a_bad_argument_on_one_rank_aborts_before_the_others_use_the_next_message(
+        ranks: int) -> None:
+    # The root finishes its broadcasts without the failing rank (a root never waits); the
+    # failing rank must not match anything more: it aborts the job with its traceback, and
+    # no rank receives the data of another call.
+    result = job(ranks, """
+        import sys, numpy, mpiflow.distributed as dist
+        rank, size = dist.get_rank(), dist.get_world_size()
+        x = numpy.full(4, 1.0 + rank)
+        dist.broadcast(x, src=size + 3 if rank == size - 1 else 0)
+        x[...] = 5.0 + rank
+        dist.broadcast(x, src=0)
+        sys.stdout.write(f"got {rank} {x[0]}\\n")
+        sys.stdout.flush()
+        dist.all_reduce(x)   # needs every rank
+        sys.stdout.write(f"unreachable {rank} {x[0]}\\n")
+    """, MPIFLOW_TIMEOUT="30")
+    assert_aborted(result)
+    got = [line.split() for line in result.stdout.splitlines() if line.startswith("got ")]
+    assert all(value == "5.0" and rank != str(ranks - 1) for _, rank, value in got), got
+    last = ranks - 1
+    assert f"[rank {last}] Traceback" in result.stderr
+    assert (f"[rank {last}] ValueError: src={ranks + 3} is not a rank of the world "
+            f"(ranks 0..{last})") in result.stderr
+    assert f"mpiflow: aborting the job because rank {last} failed" in result.stderr
+
+
+_CAUGHT = """
+    import sys, numpy, mpiflow.distributed as dist
+    from mpiflow.communication.group import world_comm
+    rank, size = dist.get_rank(), dist.get_world_size()
+    x = numpy.full(4, 1.0 + rank)
+    try:
+        {call}
+    except ValueError as exc:
+        sys.stdout.write(f"first {{rank}} {{type(exc).__name__}}: {{exc}}".replace("\\n", " | ")
+                         + "\\n")
+    x[...] = 5.0 + rank
+    dist.broadcast(x, src=0)   # in step again: every rank gets rank 0's 5.0
+    sys.stdout.write(f"second {{rank}} {{x[0]}}\\n")
+"""
+
+
+@pytest.mark.parametrize(("ranks", "call", "raised"), [
+    (3, "dist.broadcast(x, src=7 if rank == 2 else 0)",
+     "ValueError: src=7 is not a rank of the world (ranks 0..2)"),
+    (2, "dist.all_gather_into_tensor(numpy.zeros(8 + rank), x)",
+     "ValueError: output_tensor has shape (9,)"),
+    (4, "world_comm.all_gather(x, numpy.zeros(4 * size + (rank == 3)))",
+     "ValueError: all_gather needs 4 x 4 receive elements, got 17"),
+])
+def test_in_debug_mode_a_bad_argument_on_one_rank_raises_on_every_rank(
+        ranks: int, call: str, raised: str) -> None:
+    # Without debug mode, the ranks that did not raise ran the collective: the root of a
+    # broadcast finished it, and the failing rank's next broadcast received its stale data.
+    result = job(ranks, _CAUGHT.format(call=call), MPIFLOW_DEBUG="1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    first = sorted(line for line in lines if line.startswith("first "))
+    assert [line.split()[1] for line in first] == [str(r) for r in range(ranks)], result.stdout
+    for line in first:
+        assert "CollectiveMismatchError: ranks called mismatched collectives" in line, line
+        assert "raised before taking part" in line and raised in line, line
+        assert "they differ in: whether they raised" in line, line
+    second = sorted(line for line in lines if line.startswith("second "))
+    assert second == [f"second {r} 5.0" for r in range(ranks)], result.stdout
+
+
+def test_in_debug_mode_a_bad_argument_on_every_rank_raises_it_and_the_ranks_stay_in_step(
+        ) -> None:
+    result = job(3, _CAUGHT.format(call="dist.broadcast(x, src=7)"), MPIFLOW_DEBUG="1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    first = sorted(line for line in lines if line.startswith("first "))
+    assert first == [f"first {r} ValueError: src=7 is not a rank of the world (ranks 0..2)"
+                     for r in range(3)], result.stdout
+    assert sorted(line for line in lines if line.startswith("second ")) == \
+        [f"second {r} 5.0" for r in range(3)]

@@ -76,6 +76,18 @@ def _group_comm(group: ProcessGroup | None) -> Communicator | None:
     return world_comm if group is None else resolve_group(group).comm
 
 
+def _failed(comm: Communicator, operation: str, error: BaseException) -> None:
+    """This rank's checks of ``operation`` raised ``error`` before it took part.
+
+    In debug mode the other ranks learn of it (they are about to compare the call's
+    arguments) and every rank raises, instead of running the collective without this one.
+    Without it, the error is this rank's alone (see docs/troubleshooting.md).
+    """
+    failed = getattr(comm, "failed", None)
+    if failed is not None:
+        failed(operation, error)
+
+
 def _skipped(async_op: bool) -> Work | None:
     return Work() if async_op else None
 
@@ -220,7 +232,11 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
         return _skipped(async_op)
-    buf, post = _reduce_arg(tensor, "tensor", op, write=True)
+    try:
+        buf, post = _reduce_arg(tensor, "tensor", op, write=True)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_reduce", exc)
+        raise
     return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
 
 
@@ -232,8 +248,12 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)
-    root = g.group_rank(src, "src")
-    buf, post = _arg(tensor, "tensor", write=g.comm.rank != root)
+    try:
+        root = g.group_rank(src, "src")
+        buf, post = _arg(tensor, "tensor", write=g.comm.rank != root)
+    except (ValueError, TypeError) as exc:
+        _failed(g.comm, "broadcast", exc)
+        raise
     return _finish(g.comm.broadcast(buf, root, async_op), async_op, post)
 
 
@@ -243,8 +263,12 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)
-    root = g.group_rank(dst, "dst")
-    buf, post = _reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
+    try:
+        root = g.group_rank(dst, "dst")
+        buf, post = _reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
+    except (ValueError, TypeError) as exc:
+        _failed(g.comm, "reduce", exc)
+        raise
     return _finish(g.comm.reduce(buf, op, root, async_op), async_op, post)
 
 
@@ -260,10 +284,14 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
     if g.comm is None:
         return _skipped(async_op)
     comm = g.comm
-    buf, in_post = _arg(tensor, "tensor")
-    outs, out_post = _list_args(tensor_list, "tensor_list", write=True)
-    _check_like(outs, comm.size, buf, "tensor_list")
-    _check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
+    try:
+        buf, in_post = _arg(tensor, "tensor")
+        outs, out_post = _list_args(tensor_list, "tensor_list", write=True)
+        _check_like(outs, comm.size, buf, "tensor_list")
+        _check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_gather", exc)
+        raise
     stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
     work = comm.all_gather(buf, stacked, async_op)
     return _finish(work, async_op, chain(in_post, _copy_out(outs, stacked), out_post))
@@ -282,10 +310,14 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out, out_post = _arg(output_tensor, "output_tensor", write=True)
-    inp, in_post = _arg(input_tensor, "input_tensor")
-    _check_concat_shape(out, inp, comm.size, "output_tensor")
-    _check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
+    try:
+        out, out_post = _arg(output_tensor, "output_tensor", write=True)
+        inp, in_post = _arg(input_tensor, "input_tensor")
+        _check_concat_shape(out, inp, comm.size, "output_tensor")
+        _check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_gather", exc)
+        raise
     return _finish(comm.all_gather(inp, out, async_op), async_op, chain(in_post, out_post))
 
 
@@ -296,17 +328,21 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
     if g.comm is None:
         return _skipped(async_op)
     comm = g.comm
-    root = g.group_rank(dst, "dst")
-    buf, post = _arg(tensor, "tensor")
-    stacked = None
-    if comm.rank == root:
-        if gather_list is None:
-            raise ValueError("gather_list is required on the destination rank")
-        outs, out_post = _list_args(gather_list, "gather_list", write=True)
-        _check_like(outs, comm.size, buf, "gather_list")
-        _check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
-        stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
-        post = chain(post, _copy_out(outs, stacked), out_post)
+    try:
+        root = g.group_rank(dst, "dst")
+        buf, post = _arg(tensor, "tensor")
+        stacked = None
+        if comm.rank == root:
+            if gather_list is None:
+                raise ValueError("gather_list is required on the destination rank")
+            outs, out_post = _list_args(gather_list, "gather_list", write=True)
+            _check_like(outs, comm.size, buf, "gather_list")
+            _check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
+            stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
+            post = chain(post, _copy_out(outs, stacked), out_post)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "gather", exc)
+        raise
     work = comm.gather(buf, stacked, root, async_op)
     return _finish(work, async_op, post)
 
@@ -318,17 +354,21 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
     if g.comm is None:
         return _skipped(async_op)
     comm = g.comm
-    root = g.group_rank(src, "src")
-    buf, post = _arg(tensor, "tensor", write=True)
-    send = None
-    if comm.rank == root:
-        if scatter_list is None:
-            raise ValueError("scatter_list is required on the source rank")
-        ins, in_post = _list_args(scatter_list, "scatter_list")
-        _check_like(ins, comm.size, buf, "scatter_list")
-        _check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
-        send = _stack(comm, ins, buf)
-        post = chain(in_post, post)
+    try:
+        root = g.group_rank(src, "src")
+        buf, post = _arg(tensor, "tensor", write=True)
+        send = None
+        if comm.rank == root:
+            if scatter_list is None:
+                raise ValueError("scatter_list is required on the source rank")
+            ins, in_post = _list_args(scatter_list, "scatter_list")
+            _check_like(ins, comm.size, buf, "scatter_list")
+            _check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
+            send = _stack(comm, ins, buf)
+            post = chain(in_post, post)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "scatter", exc)
+        raise
     return _finish(comm.scatter(send, buf, root, async_op), async_op, post)
 
 
@@ -339,10 +379,14 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)
-    out, out_post = _reduce_arg(output, "output", op, write=True)
-    ins, in_post = _list_args(input_list, "input_list", reduce=op)
-    _check_like(ins, g.comm.size, out, "input_list")
-    _check_torch_dtypes([output, *input_list], "output and input_list")
+    try:
+        out, out_post = _reduce_arg(output, "output", op, write=True)
+        ins, in_post = _list_args(input_list, "input_list", reduce=op)
+        _check_like(ins, g.comm.size, out, "input_list")
+        _check_torch_dtypes([output, *input_list], "output and input_list")
+    except (ValueError, TypeError) as exc:
+        _failed(g.comm, "reduce_scatter", exc)
+        raise
     work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 
@@ -359,10 +403,14 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
-    out, out_post = _reduce_arg(output, "output", op, write=True)
-    inp, in_post = _reduce_arg(input, "input", op, write=False)
-    _check_concat_shape(inp, out, comm.size, "input")
-    _check_torch_dtypes([output, input], "output and input")
+    try:
+        out, out_post = _reduce_arg(output, "output", op, write=True)
+        inp, in_post = _reduce_arg(input, "input", op, write=False)
+        _check_concat_shape(inp, out, comm.size, "input")
+        _check_torch_dtypes([output, input], "output and input")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "reduce_scatter", exc)
+        raise
     work = comm.reduce_scatter(inp, out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 
@@ -375,17 +423,21 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     if g.comm is None:
         return _skipped(async_op)
     comm = g.comm
-    outs, out_post = _list_args(output_tensor_list, "output_tensor_list", write=True)
-    ins, in_post = _list_args(input_tensor_list, "input_tensor_list")
-    for what, bufs in (("output_tensor_list", outs), ("input_tensor_list", ins)):
-        if len(bufs) != comm.size:
-            raise ValueError(f"{what} must have one entry per rank of the group ({comm.size}), "
-                             f"got {len(bufs)}")
-    dtypes = {b.dtype for b in outs + ins}
-    if len(dtypes) > 1:
-        names = sorted(map(str, dtypes))
-        raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
-    _check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
+    try:
+        outs, out_post = _list_args(output_tensor_list, "output_tensor_list", write=True)
+        ins, in_post = _list_args(input_tensor_list, "input_tensor_list")
+        for what, bufs in (("output_tensor_list", outs), ("input_tensor_list", ins)):
+            if len(bufs) != comm.size:
+                raise ValueError(f"{what} must have one entry per rank of the group "
+                                 f"({comm.size}), got {len(bufs)}")
+        dtypes = {b.dtype for b in outs + ins}
+        if len(dtypes) > 1:
+            names = sorted(map(str, dtypes))
+            raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
+        _check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_to_all_v", exc)
+        raise
     xp, dtype = array_module(ins[0]), ins[0].dtype
     send_counts = [b.size for b in ins]
     recv_counts = [b.size for b in outs]
@@ -434,6 +486,24 @@ def all_to_all_single(output: Any, input: Any,
     comm = _group_comm(group)
     if comm is None:
         return _skipped(async_op)
+    try:
+        out, inp, counts, post = _single_args(comm, output, input, output_split_sizes,
+                                              input_split_sizes)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_to_all" if output_split_sizes is None and input_split_sizes is None
+                else "all_to_all_v", exc)
+        raise
+    if counts is None:
+        return _finish(comm.all_to_all(inp, out, async_op), async_op, post)
+    scounts, rcounts = counts
+    return _finish(comm.all_to_all_v(inp, scounts, out, rcounts, async_op), async_op, post)
+
+
+def _single_args(comm: Communicator, output: Any, input: Any,
+                 output_split_sizes: Sequence[int] | None,
+                 input_split_sizes: Sequence[int] | None
+                 ) -> tuple[Any, Any, tuple[list[int], list[int]] | None, Post | None]:
+    """all_to_all_single's checked arrays, element counts (None: an even split) and post."""
     out, out_post = _arg(output, "output", write=True)
     inp, in_post = _arg(input, "input")
     if out.ndim == 0 or inp.ndim == 0:
@@ -447,14 +517,14 @@ def all_to_all_single(output: Any, input: Any,
             raise ValueError(f"output has {out.size} elements, input {inp.size}; without split "
                              "sizes they must match")
         _split_counts(None, inp.shape[0], 1, comm.size, "input")  # checks dim 0 divides evenly
-        return _finish(comm.all_to_all(inp, out, async_op), async_op, post)
+        return out, inp, None, post
     in_row = math.prod(inp.shape[1:])
     out_row = math.prod(out.shape[1:])
     scounts = _split_counts(input_split_sizes, inp.shape[0], in_row, comm.size,
                             "input_split_sizes")
     rcounts = _split_counts(output_split_sizes, out.shape[0], out_row, comm.size,
                             "output_split_sizes")
-    return _finish(comm.all_to_all_v(inp, scounts, out, rcounts, async_op), async_op, post)
+    return out, inp, (scounts, rcounts), post
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import zlib
 from _thread import get_ident
 from collections.abc import Callable, Mapping, Sequence
@@ -69,7 +70,7 @@ _OPS = list(ReduceOp)
 # The fields of a fingerprint, in order; each names what differs in the error message.
 _FIELDS = ("magic", "operation", "call number", "dtype", "ndim", *(f"dim {i}" for i in
            range(_DIMS)), "shape", "element count", "reduce op", "root", "counts", "ranks",
-           "group size")
+           "group size", "raised")
 _LENGTH = len(_FIELDS)
 _WHAT = {"ndim": "shape", "element count": "shape", **{f"dim {i}": "shape" for i in range(_DIMS)}}
 
@@ -118,8 +119,10 @@ class Fingerprint:
     counts: tuple[int, ...] | None = None
     ranks: tuple[int, ...] | None = None
 
-    def encode(self, operation: str, call: int, size: int) -> numpy.ndarray:
-        """The fixed-size int64 row the ranks all-gather."""
+    def encode(self, operation: str, call: int, size: int, raised: bool = False
+               ) -> numpy.ndarray:
+        """The fixed-size int64 row the ranks all-gather (``raised``: this rank's call raised
+        on its arguments before taking part)."""
         row = numpy.zeros(_LENGTH, dtype=numpy.int64)
         row[0], row[1], row[2] = _MAGIC, OPERATIONS.index(operation) + 1, call
         row[3] = _dtype_code(self.dtype)
@@ -137,6 +140,7 @@ class Fingerprint:
         row[9 + _DIMS] = -1 if self.counts is None else _hash(self.counts)
         row[10 + _DIMS] = -1 if self.ranks is None else _hash(self.ranks)
         row[11 + _DIMS] = size
+        row[12 + _DIMS] = int(raised)
         return row
 
 
@@ -210,17 +214,20 @@ def _describe(row: Sequence[int], operation_names: Sequence[str] = OPERATIONS) -
         parts.append(f"op={_OPS[op - 1].name}" if 0 < op <= len(_OPS) else "op=<not a ReduceOp>")
     if int(row[8 + _DIMS]) != -1:
         parts.append(f"root={int(row[8 + _DIMS])}")
+    if len(row) > 12 + _DIMS and row[12 + _DIMS]:
+        return f"{name} raised before taking part [call {int(row[2])} on this group]"
     return f"{name}({', '.join(parts)}) [call {int(row[2])} on this group]"
 
 
 def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
-                     world_size: int) -> str | None:
+                     world_size: int, errors: Sequence[str | None] = ()) -> str | None:
     """What differs between the ranks' fingerprint rows, or None when they all agree.
 
     Args:
         table: one row per rank of the communicator, in its rank order.
         world_ranks: the world rank of each row, or None to name communicator ranks.
         world_size: the world's size (to name the world as such).
+        errors: per row, the error of a rank that raised before taking part (or None).
 
     Returns:
         The message every rank raises, the same on all of them.
@@ -238,12 +245,22 @@ def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
             what = _WHAT.get(field, field)
             if what not in differ:
                 differ.append(what)
-    if "operation" in differ:  # then the other arguments differ as a matter of course
+    if "raised" in differ:  # the ranks that raised sent no arguments to compare
+        differ = ["raised"] + [d for d in differ if d in ("operation", "call number")]
+    elif "operation" in differ:  # then the other arguments differ as a matter of course
         differ = [d for d in differ if d in ("operation", "call number")]
     group = describe_group(world_ranks, len(rows), world_size)
     lines = [f"ranks called mismatched collectives on {group}:"]
     lines += [f"  {_ranks_text(ranks)}: {_describe(row)}" for row, ranks in by_row.items()]
-    lines.append(f"  they differ in: {', '.join(differ)}")
+    for i, error in enumerate(errors):
+        if error:
+            lines.append(f"  rank {names[i]} raised: {error}")
+    if "raised" in differ:
+        lines.append("  some ranks raised on their arguments while the others were ready to run "
+                     "the collective: had it run, the others would have waited for them or "
+                     "finished with data of another call")
+    shown = ("whether they raised" if d == "raised" else d for d in differ)
+    lines.append(f"  they differ in: {', '.join(shown)}")
     if "call number" in differ:
         lines.append("  (the call numbers differ: some ranks made more collectives on this group "
                      "before this one)")
@@ -306,14 +323,36 @@ class DebugMPICommunicator(MPICommunicator):
         self._shadow.Allgather(row, table)
         return table
 
-    def _agree(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Raise :class:`CollectiveMismatchError` on every rank unless all ranks agree."""
+    def _agree(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+               error: BaseException | None = None) -> None:
+        """Raise :class:`CollectiveMismatchError` on every rank unless all ranks agree.
+
+        Args:
+            operation, args, kwargs: the call.
+            error: what this rank's call raised on its arguments before taking part; the
+                other ranks learn of it instead of running the collective without this one.
+                When every rank raised, each goes on to raise its own error.
+        """
         if self.size == 1:
             return
-        fingerprint = _SPECS[operation](*args, **kwargs)
+        try:
+            fingerprint = _SPECS[operation](*args, **kwargs)
+        except Exception:  # a call that raised may not even fit the signature
+            if error is None:
+                raise
+            fingerprint = Fingerprint()
         self._calls += 1
-        table = self._exchange(fingerprint.encode(operation, self._calls, self.size))
-        message = mismatch_message(table, self._world_ranks, MPI.COMM_WORLD.Get_size())
+        table = self._exchange(fingerprint.encode(operation, self._calls, self.size,
+                                                  raised=error is not None))
+        raised = table[:, 12 + _DIMS]
+        errors: list[str | None] = []
+        if raised.any():
+            text = None if error is None else f"{type(error).__name__}: {error}"
+            assert self._shadow is not None
+            errors = self._shadow.allgather(text)
+            if raised.all():
+                return  # no rank takes part: each raises its own error
+        message = mismatch_message(table, self._world_ranks, MPI.COMM_WORLD.Get_size(), errors)
         if message is None and operation == "all_to_all_v":
             send_counts = _counts(kwargs.get("send_counts", args[1] if len(args) > 1 else ()))
             recv_counts = _counts(kwargs.get("recv_counts", args[3] if len(args) > 3 else ()))
@@ -325,10 +364,51 @@ class DebugMPICommunicator(MPICommunicator):
             names = self._world_ranks or tuple(range(self.size))
             message = _matrix_message(table[:, :self.size], table[:, self.size:], names)
         if message is not None:
-            raise CollectiveMismatchError(message)
+            mismatch = CollectiveMismatchError(message)
+            mismatch.mpiflow_agreed = True  # type: ignore[attr-defined]
+            raise mismatch from error
+
+    # The agreement of a call on host arrays happens as late as it can: in _run, right before
+    # MPI, after the local checks of MPICommunicator's method. A call that raises in those
+    # checks on some ranks only then tells the others, instead of leaving them in the MPI
+    # call (or finishing it, a broadcast's root, and matching this rank's next call).
+    _pending: tuple[int, str, tuple[Any, ...], dict[str, Any]] | None = None
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        pending = self._pending
+        if pending is not None and pending[0] == get_ident():
+            self._pending = None
+            self._agree(*pending[1:])
+        return super()._run(*args, **kwargs)
+
+    def failed(self, operation: str, error: BaseException) -> None:
+        """Tell the other ranks that this rank's ``operation`` raised before taking part.
+
+        The public faces call it when their own checks raise on a debug communicator; it
+        returns when every rank raised (each raises its own error), and raises
+        :class:`CollectiveMismatchError` on every rank otherwise. An error that the ranks
+        have already agreed on (raised inside this communicator's own call) passes.
+        """
+        if getattr(error, "mpiflow_agreed", False) or self.size == 1:
+            return
+        error.mpiflow_agreed = True  # type: ignore[attr-defined]
+        self._agree(operation, (), {}, error)
+
+
+# The collectives agreed on in _run (a split or a device array's call never reaches it).
+_LATE = frozenset(_SPECS) - {"split", "split_by_color"}
+
+
+def _on_host(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    cupy = sys.modules.get("cupy")
+    device_array = getattr(cupy, "ndarray", None)
+    return device_array is None or not any(
+        isinstance(a, device_array) for a in (*args, *kwargs.values()))
 
 
 def _checked(name: str) -> Callable[..., Any]:
+    late = name in _LATE
+
     def method(self: DebugMPICommunicator, *args: Any, **kwargs: Any) -> Any:
         # Two threads in collectives on one group at once mix their data between ranks: the
         # second one raises instead (the mark is the one the fast paths use; .fast).
@@ -339,9 +419,21 @@ def _checked(name: str) -> Callable[..., Any]:
         else:
             in_use.owner = get_ident()
         try:
-            self._agree(name, args, kwargs)
-            # looked up at call time, so that count_collectives' wrappers still count the call
-            out = getattr(MPICommunicator, name)(self, *args, **kwargs)
+            if late and self.size > 1 and _on_host(args, kwargs):
+                self._pending = (get_ident(), name, args, kwargs)
+                try:
+                    # looked up at call time, so that count_collectives' wrappers count it
+                    out = getattr(MPICommunicator, name)(self, *args, **kwargs)
+                except (ValueError, TypeError) as exc:
+                    pending, self._pending = self._pending, None
+                    if pending is not None:  # raised before the agreement: tell the others
+                        self.failed(name, exc)
+                    raise
+                finally:
+                    self._pending = None
+            else:
+                self._agree(name, args, kwargs)
+                out = getattr(MPICommunicator, name)(self, *args, **kwargs)
         finally:
             if owner is None:
                 in_use.owner = None
