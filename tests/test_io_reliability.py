@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy
 import pytest
-from helpers import run_job
+from helpers import _LAUNCHER_PREFIXES, MPIEXEC, run_job
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
@@ -224,3 +228,60 @@ def test_a_rank_that_never_arrives_in_save_or_load_is_reported(tmp_path: Any, ca
         assert "arrived (waiting in the same call): ranks 0, 2" in err, err
         assert "not arrived: rank 1" in err, err
         assert "rank 1: not in an mpiflow call" in err, err
+
+
+# -- 4. Ctrl-C while a save waits inside MPI ------------------------------------------------------
+
+INTERRUPTED = """
+import sys, time, numpy
+import mpiflow as flow
+from mpiflow.io import mpiio, save
+RANK = flow.env.get_rank()
+path = {path!r}
+save({{"w": numpy.arange(12.0)}}, path)
+if {case!r} == "header":     # rank 0 in Python inside the open file, rank 1 in an agreement
+    def slow(fh, header):
+        time.sleep(60)
+    mpiio._write_header = slow
+elif RANK == 1:              # rank 1 in a collective of its own, rank 0 in save's agreement
+    def stuck(local, dtype, box):
+        flow.comm.barrier()
+    mpiio.prepare_buffer = stuck
+sys.stdout.write("ready\\n")
+sys.stdout.flush()
+save({{"w": numpy.arange(12.0)}}, path)
+print("unreachable", flush=True)
+"""
+
+
+@pytest.mark.single_process
+@pytest.mark.parametrize("case", ["header", "mpi"])
+def test_ctrl_c_while_a_save_waits_reports_and_exits_130(tmp_path: Any, case: str) -> None:
+    code = textwrap.dedent(INTERRUPTED.format(path=str(tmp_path / "ckpt"), case=case))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env["MPIFLOW_TIMEOUT"] = "600"
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-c", code], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline() for _ in range(2)] == ["ready\n", "ready\n"]
+        time.sleep(1.5)  # both wait now: in MPI, or in Python inside the open file
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)  # the launcher forwards it to every rank
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert time.monotonic() - start < 15
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "unreachable" not in out
+    if case == "header":
+        # rank 0 raises KeyboardInterrupt inside the open file; it must not close the file
+        # collectively on its way out (rank 1 waits in an agreement, not in a close)
+        assert "[rank 0] KeyboardInterrupt" in err or "interrupted (Ctrl-C)" in err, err
+        assert "File.Close" not in err, err
+    else:
+        assert "mpiflow watchdog: interrupted (Ctrl-C) after" in err, err
+        assert "checkpoint agreement after 'preparing the data of" in err, err
+        assert "rank 1: waiting in barrier on the world (ranks 0..1)" in err, err

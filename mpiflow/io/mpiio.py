@@ -83,7 +83,12 @@ def _free(etype: MPI.Datatype, filetype: MPI.Datatype) -> None:
 
 
 def _close(comm: Any, fh: MPI.File, path: str, ok: bool) -> None:
-    """Close ``fh`` (collective): agreed after success, best effort after an agreed failure."""
+    """Close ``fh`` (collective): agreed after success, best effort after an agreed failure.
+
+    Not called while Ctrl-C or an exit unwinds the rank (a ``BaseException`` that is no
+    ``Exception``, :func:`_unwinding`): the other ranks did not see it and wait in another
+    call, which a collective close would meet. The rank leaves the handle to the abort.
+    """
     operation = f"checkpoint: MPI-IO File.Close of {path}"
     if ok:
         with agreed(comm, f"closing {path}"), blocking(operation, comm):
@@ -91,6 +96,11 @@ def _close(comm: Any, fh: MPI.File, path: str, ok: bool) -> None:
     else:
         with suppress(MPI.Exception), blocking(operation, comm):
             fh.Close()
+
+
+def _unwinding(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C or an exit, seen by this rank alone, not an agreed failure."""
+    return not isinstance(exc, Exception)
 
 
 def _write_header(fh: MPI.File, header: bytes) -> None:
@@ -140,8 +150,11 @@ def write_array(comm: Any, path: str, header: bytes, dtype: numpy.dtype,
                     blocking(f"checkpoint: MPI-IO Sync of {path}", comm):
                 fh.Sync()
             ok = True
-        finally:
-            _close(comm, fh, path, ok)
+        except BaseException as exc:
+            if not _unwinding(exc):
+                _close(comm, fh, path, False)
+            raise
+        _close(comm, fh, path, ok)
     finally:
         _free(etype, filetype)
 
@@ -186,8 +199,11 @@ def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Seq
                     raise ValueError(f"{path} is truncated: read {got} of the {out.size} "
                                      f"elements of the region {box}")
             ok = True
-        finally:
-            _close(comm, fh, path, ok)
+        except BaseException as exc:
+            if not _unwinding(exc):
+                _close(comm, fh, path, False)
+            raise
+        _close(comm, fh, path, ok)
     finally:
         _free(etype, filetype)
     return out
