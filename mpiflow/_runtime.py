@@ -24,6 +24,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from mpi4py import MPI
@@ -31,7 +32,7 @@ from mpi4py import MPI
 from . import placement
 
 __all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description",
-           "install_abort_handler", "topology", "world"]
+           "install_abort_handler", "on_os_exit", "topology", "world"]
 
 # Environment variables through which launchers announce the job size, by launcher.
 _LAUNCHER_SIZE_VARS = (
@@ -139,8 +140,8 @@ def _format_exception(
 _ABORT_DELAY = 0.2  # seconds between writing the message and MPI_Abort
 
 
-def abort_job(message: str, code: int = 1) -> None:
-    """Write ``message`` to stderr and abort every rank of the job (MPI_Abort)."""
+def abort_job(message: str, code: int = 1) -> NoReturn:
+    """Write ``message`` to stderr and abort every rank of the job (MPI_Abort); never returns."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -160,12 +161,19 @@ def abort_job(message: str, code: int = 1) -> None:
     # it drop what is still in the pipe.
     time.sleep(_ABORT_DELAY)
     MPI.COMM_WORLD.Abort(code)
+    # MPICH's MPI_Abort can return while its launcher tears the job down: run nothing more
+    # (no atexit hook, no second report through the exception hook).
+    _real_os_exit(code)
 
 
 _previous_hook = sys.excepthook
 _previous_thread_hook = threading.excepthook
 _real_exit = sys.exit
+_real_os_exit = os._exit
 _exit_request: tuple[object, str] | None = None
+_exit_function = "sys.exit"
+_os_exit_hooks: list[Callable[[], None]] = []
+_main_pid = os.getpid()
 _installed = False
 
 
@@ -201,11 +209,47 @@ def _thread_hook(args: Any) -> None:
 
 def _recording_exit(status: object = None) -> NoReturn:
     """``sys.exit``, remembering the status and the caller for the other ranks' watchdogs."""
-    global _exit_request
+    global _exit_request, _exit_function
     caller = sys._getframe(1)
     _exit_request = (status, f"{caller.f_code.co_filename}:{caller.f_lineno} in "
                              f"{caller.f_code.co_name}")
+    _exit_function = "sys.exit"
     _real_exit(status)  # type: ignore[arg-type]  # sys.exit takes any object
+
+
+def _recording_os_exit(status: int) -> NoReturn:
+    """``os._exit`` of the MPI process: say so on stderr and tell the other ranks, then leave.
+
+    ``os._exit`` skips ``atexit`` and MPI_Finalize, and a launcher that sees a rank leave that
+    way ends the others at once (MPICH's Hydra with status 0 and no message). A forked child
+    (multiprocessing, data-loader workers) leaves as before, silently.
+    """
+    if os.getpid() != _main_pid:
+        _real_os_exit(status)
+    global _exit_request, _exit_function
+    caller = sys._getframe(1)
+    _exit_request = (status, f"{caller.f_code.co_filename}:{caller.f_lineno} in "
+                             f"{caller.f_code.co_name}")
+    _exit_function = "os._exit"
+    rank = world.Get_rank()
+    with contextlib.suppress(Exception):
+        os.write(2, (f"[rank {rank}] mpiflow: rank {rank} called {exit_description()}: it "
+                     "leaves without MPI_Finalize, and the launcher stops any rank still "
+                     "running (MPICH's mpiexec then ends the job with this status, even 0)\n"
+                     ).encode())
+    for hook in list(_os_exit_hooks):
+        with contextlib.suppress(Exception):
+            hook()
+    _real_os_exit(status)
+
+
+def on_os_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` when this process calls ``os._exit`` (which runs no ``atexit`` hook).
+
+    The watchdog registers its exit notice to the other ranks here.
+    """
+    if hook not in _os_exit_hooks:
+        _os_exit_hooks.append(hook)
 
 
 def exit_description() -> str:
@@ -213,7 +257,7 @@ def exit_description() -> str:
     if _exit_request is None:
         return "its program ended or raised SystemExit"
     status, where = _exit_request
-    return f"sys.exit({status!r}) at {where}"
+    return f"{_exit_function}({status!r}) at {where}"
 
 
 def install_abort_handler() -> None:
@@ -222,7 +266,8 @@ def install_abort_handler() -> None:
     With more than one rank: an uncaught exception or Ctrl-C aborts the job (MPI_Abort) with a
     rank-tagged traceback; an uncaught exception in a non-main thread prints a rank-tagged
     traceback (the thread ends, the job goes on); ``sys.exit`` is remembered for the exit
-    notice. Installed on ``import mpiflow``, which then starts the collective watchdog
+    notice, and ``os._exit`` of this process (not of a forked child) says so on stderr and
+    runs the :func:`on_os_exit` hooks first. Installed on ``import mpiflow``, which then starts the collective watchdog
     (``MPIFLOW_TIMEOUT``); with one rank the previous hooks run unchanged.
     """
     global _installed, _previous_hook, _previous_thread_hook
@@ -234,6 +279,7 @@ def install_abort_handler() -> None:
     threading.excepthook = _thread_hook
     if world.Get_size() > 1:
         setattr(sys, "exit", _recording_exit)  # noqa: B010 - sys.exit is typed as a function
+        os._exit = _recording_os_exit
     _installed = True
 
 

@@ -139,6 +139,40 @@ def test_a_rank_that_exits_early_is_reported_not_waited_for(status: str, timeout
         assert "has not completed after 3.0 s" in result.stderr
 
 
+def test_a_rank_that_calls_os_exit_says_so() -> None:
+    # os._exit skips atexit and MPI_Finalize; MPICH's mpiexec then stops the other ranks and
+    # may end the job with status 0, so the rank's own line is the report.
+    result = job(3, """
+        import os, sys, time, numpy, mpiflow.distributed as dist
+        x = numpy.ones(1)
+        dist.all_reduce(x)
+        if dist.get_rank() == 1:
+            os._exit(0)
+        time.sleep(2)
+        dist.barrier()
+        print("unreachable")
+    """)
+    assert "unreachable" not in result.stdout
+    assert ("[rank 1] mpiflow: rank 1 called os._exit(0) at <string>:6 in <module>: it leaves "
+            "without MPI_Finalize") in result.stderr, result.stderr
+
+
+def test_os_exit_of_a_forked_child_stays_silent() -> None:
+    result = job(2, """
+        import os, sys, numpy, mpiflow.distributed as dist
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)   # a worker process of this rank, not the rank
+        _, status = os.waitpid(pid, 0)
+        x = numpy.ones(1)
+        dist.all_reduce(x)
+        sys.stdout.write(f"done {os.waitstatus_to_exitcode(status)} {x[0]}\\n")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split("\n")) == ["", "done 7 2.0", "done 7 2.0"]
+    assert "os._exit" not in result.stderr
+
+
 def test_a_rank_that_raises_inside_a_collective_aborts_the_job() -> None:
     result = job(2, """
         import numpy, mpiflow.distributed as dist

@@ -26,7 +26,6 @@ Examples:
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from typing import Any, NoReturn
@@ -129,6 +128,3 @@ def collective_failed(operation: str, mpi_comm: Any, exc: Any, bufs: Any = ()) -
              f"mpiflow: aborting the job because {operation} failed on rank {rank}"]
     _runtime.abort_job("".join(f"[rank {rank}] {line}\n" for line in "\n".join(lines)
                                .split("\n")), 1)
-    # MPICH's MPI_Abort can return while its launcher tears the job down: leave without
-    # running anything more (a raise would print the report twice through the abort hook).
-    os._exit(1)

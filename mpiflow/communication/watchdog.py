@@ -733,6 +733,7 @@ def start(timeout: float | None = None) -> None:
             _side.Set_name("mpiflow watchdog")
     if not _exit_hook_installed:
         atexit.register(_at_exit)
+        _runtime.on_os_exit(_at_exit)  # os._exit runs no atexit hook
         _exit_hook_installed = True
     set_timeout(seconds)
 
