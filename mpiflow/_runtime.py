@@ -22,9 +22,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from collections.abc import Callable
 from typing import Any, NoReturn
 
 from mpi4py import MPI
