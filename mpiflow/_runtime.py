@@ -267,8 +267,9 @@ def install_abort_handler() -> None:
     rank-tagged traceback; an uncaught exception in a non-main thread prints a rank-tagged
     traceback (the thread ends, the job goes on); ``sys.exit`` is remembered for the exit
     notice, and ``os._exit`` of this process (not of a forked child) says so on stderr and
-    runs the :func:`on_os_exit` hooks first. Installed on ``import mpiflow``, which then starts the collective watchdog
-    (``MPIFLOW_TIMEOUT``); with one rank the previous hooks run unchanged.
+    runs the :func:`on_os_exit` hooks first. Installed on ``import mpiflow``, which then
+    starts the collective watchdog (``MPIFLOW_TIMEOUT``); with one rank the previous hooks
+    run unchanged.
     """
     global _installed, _previous_hook, _previous_thread_hook
     if _installed:
