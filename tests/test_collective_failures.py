@@ -117,3 +117,18 @@ def test_one_rank_raises_collective_error_with_the_call_named() -> None:
     if MPI.COMM_WORLD.Get_size() == 1:
         with pytest.raises(CollectiveError, match=r"^broadcast on .* Message truncated"):
             collective_failed("broadcast", MPI.COMM_WORLD, MPI.Exception(MPI.ERR_TRUNCATE))
+
+
+@pytest.mark.parametrize("group", ["None", "dist.new_group([0, 1])"])
+def test_mpiflow_communicators_return_mpi_errors_whatever_mpi4py_rc_says(group: str) -> None:
+    # With mpi4py.rc.errors = "fatal", MPI aborted in C on its own (status 15, no Python).
+    result = job(2, f"""
+        import mpi4py
+        mpi4py.rc.errors = "fatal"
+        import numpy, mpiflow.distributed as dist
+        x = numpy.ones(2 if dist.get_rank() == 0 else 4)
+        dist.broadcast(x, src=0, group={group})
+        dist.barrier()
+        print("unreachable")
+    """)
+    assert_reported(result, "broadcast", 1, 2)

@@ -80,8 +80,12 @@ class ProcessGroup:
 
 
 # mpiflow talks on its own duplicate of COMM_WORLD so that a user's own mpi4py messages on
-# COMM_WORLD can never match ours.
-world_comm = new_communicator(MPI.COMM_WORLD.Dup())
+# COMM_WORLD can never match ours. MPI reports its errors there as return codes (mpi4py's
+# exceptions), whatever mpi4py.rc.errors set on COMM_WORLD, so that a failed collective becomes
+# a report naming the call (.failure); groups split from it inherit the handler.
+_world_dup = MPI.COMM_WORLD.Dup()
+_world_dup.Set_errhandler(MPI.ERRORS_RETURN)
+world_comm = new_communicator(_world_dup)
 world_group = ProcessGroup(range(world_comm.size), world_comm)
 
 

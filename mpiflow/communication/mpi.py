@@ -588,14 +588,22 @@ class MPICommunicator(Communicator):
             comm = self.mpi_comm.Create(group)
         finally:
             group.Free()
-        return None if comm == MPI.COMM_NULL else new_communicator(comm)
+        return None if comm == MPI.COMM_NULL else new_communicator(_returning(comm))
 
     def split_by_color(self, color: int | None, key: int = 0) -> MPICommunicator | None:
         if color is not None and (isinstance(color, bool) or int(color) < 0):
             raise ValueError(f"color must be a non-negative int or None, got {color!r}")
         _state.seq = _next[_state.seq]
         comm = self.mpi_comm.Split(MPI.UNDEFINED if color is None else int(color), int(key))
-        return None if comm == MPI.COMM_NULL else new_communicator(comm)
+        return None if comm == MPI.COMM_NULL else new_communicator(_returning(comm))
+
+
+def _returning(comm: MPI.Comm) -> MPI.Comm:
+    """``comm`` with MPI's errors returned as mpi4py exceptions (MPICH does not pass the
+    parent's handler on through ``MPI_Comm_create``), so that a failed collective becomes
+    mpiflow's report naming the call rather than MPI's own fatal abort."""
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
+    return comm
 
 
 # -- what other modules plug in ----------------------------------------------------------------
