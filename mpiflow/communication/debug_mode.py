@@ -12,8 +12,9 @@ collective does not run. ``all_to_all_v`` also checks that what each rank sends 
 its peer expects. The ranks compare right before MPI, after each rank's own argument checks: a
 rank whose checks raise (here, or in a public face: :meth:`DebugMPICommunicator.failed`) takes
 part with a "raised" row, so that the other ranks raise too instead of running the collective
-without it; when every rank raised, each raises its own error. A collective that a second thread starts on a group while another thread of
-the rank is inside one on it raises ``RuntimeError`` on that thread (``.fast.concurrent_use``).
+without it; when every rank raised, each raises its own error. A collective that a second
+thread starts on a group while another thread of the rank is inside one on it raises
+``RuntimeError`` on that thread (``.fast.concurrent_use``).
 
 It costs one small all-gather per collective, so it is for finding a bug, not for production
 runs; without it the plain :class:`~.mpi.MPICommunicator` pays nothing.
