@@ -505,3 +505,48 @@ def test_in_debug_mode_a_bad_argument_on_every_rank_raises_it_and_the_ranks_stay
                      for r in range(3)], result.stdout
     assert sorted(line for line in lines if line.startswith("second ")) == \
         [f"second {r} 5.0" for r in range(3)]
+
+
+
+def test_without_debug_mode_a_caught_bad_argument_on_one_rank_never_takes_stale_data() -> None:
+    # Before: rank 2's next broadcast received the root's previous one (1.0) and the job
+    # went on, shifted by one call. Now that call raises on rank 2, and the others' watchdog
+    # names rank 2's error once they wait on the group.
+    result = job(3, """
+        import sys, numpy, mpiflow.distributed as dist
+        rank = dist.get_rank()
+        x = numpy.full(4, 1.0 + rank)
+        try:
+            dist.broadcast(x, src=7 if rank == 2 else 0)
+        except ValueError:
+            pass
+        x[...] = 5.0 + rank
+        try:
+            dist.broadcast(x, src=0)
+        except RuntimeError as exc:
+            sys.stdout.write(f"raised {rank} {exc}\\n")
+        sys.stdout.write(f"second {rank} {x[0]}\\n")
+        sys.stdout.flush()
+        dist.all_reduce(x)
+        print("unreachable")
+    """, MPIFLOW_TIMEOUT="3")
+    assert result.returncode != 0, result.stderr
+    assert result.seconds < 25
+    lines = result.stdout.splitlines()
+    assert sorted(line for line in lines if line.startswith("second ")) == \
+        ["second 0 5.0", "second 1 5.0", "second 2 7.0"], result.stdout  # never 1.0 on rank 2
+    assert ("raised 2 broadcast on the world (ranks 0..2): this rank's previous broadcast on it "
+            "raised ValueError: src=7 is not a rank of the world (ranks 0..2) before taking "
+            "part, and ranks 0, 1 did not raise it") in result.stdout, result.stdout
+    err = result.stderr
+    assert "the ranks are out of step on this group:" in err, err
+    assert ("rank 2: its broadcast raised ValueError: src=7 is not a rank of the world "
+            "(ranks 0..2) before taking part") in err
+
+
+def test_without_debug_mode_a_bad_argument_on_every_rank_keeps_the_ranks_in_step() -> None:
+    result = job(3, _CAUGHT.format(call="dist.broadcast(x, src=7)"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert sorted(line for line in lines if line.startswith("second ")) == \
+        [f"second {r} 5.0" for r in range(3)], result.stdout

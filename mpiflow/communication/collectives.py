@@ -30,6 +30,7 @@ from ..core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
 from . import Communicator, ReduceOp, Work
 from .group import ProcessGroup, world_comm, world_group
 from .mpi import MessageSizeError, check_tag, p2p_error
+from .skew import skipped
 
 __all__ = [
     "all_gather",
@@ -81,11 +82,14 @@ def _failed(comm: Communicator, operation: str, error: BaseException) -> None:
 
     In debug mode the other ranks learn of it (they are about to compare the call's
     arguments) and every rank raises, instead of running the collective without this one.
-    Without it, the error is this rank's alone (see docs/troubleshooting.md).
+    Without it, the group is marked and the error announced (:mod:`.skew`): the next call on
+    it runs only once every rank has raised too.
     """
     failed = getattr(comm, "failed", None)
     if failed is not None:
         failed(operation, error)
+    else:
+        skipped(comm, operation, error)
 
 
 def _skipped(async_op: bool) -> Work | None:

@@ -51,6 +51,7 @@ from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
 from . import watchdog
 from .failure import collective_failed
+from .skew import Skipped, resync
 from .watchdog import NEXT, STATE
 from .watchdog_report import describe_group
 
@@ -111,6 +112,9 @@ def concurrent_use(in_use: InUse, mpi_comm: Any, operation: str) -> None:
     """
     owner, me = in_use.owner, get_ident()
     if owner is None or (owner is not True and owner == me):
+        return
+    if type(owner) is Skipped:  # this rank raised in the last call on the group (.skew)
+        resync(in_use, mpi_comm, operation)
         return
     size = mpi_comm.Get_size() if mpi_comm is not None else None
     group = describe_group(watchdog._world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())

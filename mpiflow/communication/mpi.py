@@ -242,6 +242,7 @@ class MPICommunicator(Communicator):
         owner = in_use.owner
         if collective and owner is not None:
             concurrent_use(in_use, self.mpi_comm, operation_of(start)[0])
+            owner = in_use.owner  # None again after a resync (.skew)
         if async_op:
             try:
                 request = start()

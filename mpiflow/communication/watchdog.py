@@ -68,6 +68,8 @@ __all__ = [
     "Watchdog",
     "blocking_sites",
     "describe_stack",
+    "announce_skip",
+    "await_skips",
     "format_report",
     "get_timeout",
     "in_blocking_site",
@@ -90,8 +92,8 @@ INTERRUPT_GRACE = 0.5  # after Ctrl-C, a call still blocked this long is reporte
 MAX_EXIT_NOTICES = 1024  # larger worlds do not announce exits (n^2 messages at the end)
 EXIT_WAIT = 0.05  # longest the exit hook waits for its notices to leave
 
-_TAG_QUERY, _TAG_STATE, _TAG_EXIT = 1, 2, 3
-_CODES = {"timeout": 124, "exited": 1, "interrupt": 130}
+_TAG_QUERY, _TAG_STATE, _TAG_EXIT, _TAG_SKIP = 1, 2, 3, 4
+_CODES = {"timeout": 124, "exited": 1, "interrupt": 130, "skipped": 1}
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -544,12 +546,27 @@ class Watchdog:
         if self.interrupt is not None and self.interrupt[0] == seq and \
                 now - self.interrupt[1] >= INTERRUPT_GRACE:
             return "interrupt"
+        grace = min(self.timeout, EXIT_GRACE)
+        if _skips and waited >= grace and self._skipped_by(now, grace):
+            return "skipped"  # says more than a timeout would
         if waited >= self.timeout:
             return "timeout"
-        grace = min(self.timeout, EXIT_GRACE)
         if self.exited and waited >= grace and self._waits_on_exited(now, grace):
             return "exited"
         return None
+
+    def _skipped_by(self, now: float, grace: float) -> dict[int, str]:
+        """The members of the group this rank waits on that announced, ``grace`` s ago or
+        more, a call on it that they raised in before taking part (:func:`announce_skip`)."""
+        call = self._current_call()
+        group = call.get("group") if call is not None else None
+        if group is None:
+            return {}
+        with _skip_lock:
+            return {src: f"{n['op']} raised {n['error']}" for src, notices in _skips.items()
+                    for n in notices
+                    if src in group and tuple(n["group"]) == tuple(group)
+                    and now - n["seen"] >= grace}
 
     def _threads_inside(self) -> bool:
         """Whether some thread (not this one) is blocked in a call, or a watched block runs."""
@@ -619,6 +636,8 @@ class Watchdog:
                 self._answer(src, now)
             elif tag == _TAG_EXIT:
                 self._record_exit(src, payload, now)
+            elif tag == _TAG_SKIP:
+                _record_skip(src, payload, now)
         self._finish_sends(0.0)
 
     def _finish_sends(self, wait: float) -> None:
@@ -652,6 +671,8 @@ class Watchdog:
             elif tag == _TAG_EXIT:
                 self._record_exit(src, payload, time.monotonic())
                 others = [r for r in others if r != src]
+            elif tag == _TAG_SKIP:
+                _record_skip(src, payload, time.monotonic())
         return answers
 
     def _fire(self, reason: str) -> None:
@@ -668,9 +689,75 @@ class Watchdog:
                     states[r] = answers.get(r)
         now = time.monotonic()
         exited = {r: {"how": e["how"], "ago": now - e["seen"]} for r, e in self.exited.items()}
+        skipped = self._skipped_by(now, 0.0) if reason == "skipped" else {}
         report = format_report(reason, self.rank, self.size, self.timeout, states, exited,
-                               asked=self.side is not None, thread_level=_thread_level())
+                               asked=self.side is not None, thread_level=_thread_level(),
+                               skipped=skipped)
         _runtime.abort_job(report, _CODES[reason])
+
+
+# -- calls that some ranks raised in before taking part ---------------------------------------
+# A rank whose public collective raised on its arguments (and whose program caught that and
+# went on) announces it to the other ranks of the group; its next call on that group waits
+# until every other member announced the same (they all raised: in step), and the watchdog of
+# a member that ran the call and then waits on the group reports it (.skew).
+_skips: dict[int, list[dict[str, Any]]] = {}  # source rank -> its notices not yet consumed
+_skip_lock = threading.Lock()
+_skip_sends: list[Any] = []
+
+
+def _record_skip(src: int, notice: Mapping[str, Any], now: float) -> None:
+    with _skip_lock:
+        _skips.setdefault(src, []).append({**notice, "seen": now})
+
+
+def announce_skip(group: tuple[int, ...], count: int, op: str, error: str) -> bool:
+    """Tell the other ranks of ``group`` (world ranks) that this rank's ``count``-th such call
+    on it, ``op``, raised ``error`` before taking part. Returns False, telling no one, when
+    the watchdog cannot talk to the other ranks (off, one rank, no MPI_THREAD_MULTIPLE)."""
+    dog = _dog
+    if dog is None or dog.side is None or len(group) > MAX_EXIT_NOTICES:
+        return False
+    notice = {"group": tuple(group), "count": count, "op": op, "error": error}
+    for r in group:
+        if r != dog.rank:
+            _skip_sends.append(dog.side.isend(notice, dest=r, tag=_TAG_SKIP))
+    return True
+
+
+def await_skips(group: tuple[int, ...], count: int, timeout: float) -> list[int]:
+    """Wait until every other rank of ``group`` announced its ``count``-th skipped call on it.
+
+    Returns:
+        The ranks that did not within ``timeout`` seconds (or that exited meanwhile): they ran
+        the call. An empty list when all announced it; their notices are then consumed.
+    """
+    dog = _dog
+    if dog is None or dog.side is None:
+        return [r for r in group if r != _runtime.world.Get_rank()]
+    others = [r for r in group if r != dog.rank]
+    deadline = time.monotonic() + timeout
+
+    def matches(n: Mapping[str, Any]) -> bool:
+        return tuple(n["group"]) == tuple(group) and n["count"] == count
+
+    while True:
+        _skip_sends[:] = [r for r in _skip_sends if not r.Test()]
+        for r in others:  # a matched probe: the watchdog's thread may take them too
+            message = dog.side.improbe(r, _TAG_SKIP)
+            if message is not None:
+                _record_skip(r, message.recv(), time.monotonic())
+        with _skip_lock:
+            missing = [r for r in others if not any(matches(n) for n in _skips.get(r, ()))]
+            if not missing:
+                for r in others:
+                    _skips[r] = [n for n in _skips[r] if not matches(n)]
+                    if not _skips[r]:
+                        del _skips[r]
+                return []
+        if time.monotonic() >= deadline or any(r in dog.exited for r in missing):
+            return missing
+        time.sleep(0.0005)
 
 
 # -- the process's watchdog -------------------------------------------------------------------

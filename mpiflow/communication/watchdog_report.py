@@ -83,11 +83,11 @@ def _describe_state(state: Mapping[str, Any] | None, exit_info: Mapping[str, Any
 def format_report(reason: str, rank: int, world_size: int, timeout: float,
                   states: Mapping[int, Mapping[str, Any] | None],
                   exited: Mapping[int, Mapping[str, Any]], *, asked: bool = True,
-                  thread_level: str = "") -> str:
+                  thread_level: str = "", skipped: Mapping[int, str] | None = None) -> str:
     """The watchdog's report, every line tagged with ``[rank N]``.
 
     Args:
-        reason: ``"timeout"``, ``"exited"`` or ``"interrupt"``.
+        reason: ``"timeout"``, ``"exited"``, ``"interrupt"`` or ``"skipped"``.
         rank: the reporting rank (its state is ``states[rank]``).
         world_size: the number of ranks.
         timeout: the watchdog timeout in seconds.
@@ -96,6 +96,8 @@ def format_report(reason: str, rank: int, world_size: int, timeout: float,
         exited: ranks known to have exited: ``{"how", "ago"}``.
         asked: False when the other ranks could not be asked (no MPI_THREAD_MULTIPLE).
         thread_level: the MPI thread level, for the explanation when ``asked`` is False.
+        skipped: for ``"skipped"``, the ranks of the group that raised in a call on it before
+            taking part, and what they raised.
 
     Returns:
         The report, ending with a newline.
@@ -111,6 +113,14 @@ def format_report(reason: str, rank: int, world_size: int, timeout: float,
     elif reason == "exited":
         lines.append(f"mpiflow watchdog: {what} has waited {waited:.1f} s on a rank that has "
                      f"exited")
+    elif reason == "skipped":
+        lines.append(f"mpiflow watchdog: {what} has waited {waited:.1f} s; the ranks are out "
+                     f"of step on this group:")
+        for src, text in sorted((skipped or {}).items()):
+            lines.append(f"  rank {src}: its {text} before taking part, and the program "
+                         f"caught that and went on, while this rank ran the call")
+        lines.append("  Catch such an error only when every rank raises it; MPIFLOW_DEBUG=1 "
+                     "makes every rank raise when some do.")
     else:
         lines.append(f"mpiflow watchdog: interrupted (Ctrl-C) after {waited:.1f} s in {what}")
     if call and call.get("site"):
