@@ -73,10 +73,11 @@ class InUse:
     costs a few tens of nanoseconds, and it only has to catch the misuse, not arbitrate it.
     """
 
-    __slots__ = ("owner",)
+    __slots__ = ("owner", "skipped")
 
     def __init__(self) -> None:
-        self.owner: int | bool | None = None
+        self.owner: Any = None
+        self.skipped = 0  # calls this rank raised in before taking part (.skew)
 
 
 def _thread_name(ident: int) -> str:

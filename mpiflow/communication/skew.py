@@ -51,9 +51,6 @@ class Skipped:
         self.count, self.group, self.op, self.error = count, group, op, error
 
 
-_counts: dict[int, int] = {}  # id of an InUse -> calls skipped on its group (the ranks agree)
-
-
 def skipped(comm: Any, operation: str, error: BaseException) -> None:
     """Mark ``comm``'s group: this rank's ``operation`` raised ``error`` before taking part.
 
@@ -69,10 +66,10 @@ def skipped(comm: Any, operation: str, error: BaseException) -> None:
     group = watchdog._world_ranks(comm.mpi_comm)
     if group is None:
         return
-    count = _counts.get(id(in_use), 0) + 1
+    count = in_use.skipped + 1  # the same on every rank that raised in the same calls
     text = f"{type(error).__name__}: {error}"
     if watchdog.announce_skip(group, count, operation, text):
-        _counts[id(in_use)] = count
+        in_use.skipped = count
         in_use.owner = Skipped(count, group, operation, text)
 
 
