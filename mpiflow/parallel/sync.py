@@ -26,6 +26,7 @@ from ..communication.collectives import _list_args, resolve_group
 from ..communication.group import ProcessGroup
 from ..core.array_module import array_module
 from ..core.torch_arrays import Post
+from .flat import FlatGradients
 from .packing import Bucket, make_buckets
 
 __all__ = ["sync_gradients", "sync_initial_weights"]
@@ -184,11 +185,42 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
     _check_claims(rank, world_size, g)
     if g.comm is None:
         return
+    flat = getattr(model, "_flat_gradients", None)
+    if isinstance(flat, FlatGradients):
+        _all_reduce_flat(model, flat, g, average)
+        return
     every, post = _gradients(model)
     for arrays in _by_module(every):
         _all_reduce_arrays(arrays, g, average)
     if post is not None:
         post()
+
+
+def _all_reduce_flat(model: Any, flat: FlatGradients, g: ProcessGroup, average: bool) -> None:
+    """All-reduce the gradients of a model whose ``.grad`` are views of flat bucket buffers
+    (DDP's ``gradient_as_bucket_view``): each bucket where it lies, no packing."""
+    assert g.comm is not None
+    flat.attach_all()
+    inv = 1.0 / g.size()
+    for b, bucket in enumerate(flat.buckets):
+        floating = bucket.dtype.kind in "fc"
+        op = ReduceOp.AVG if average and floating else ReduceOp.SUM
+        flat.all_reduce(b, g.comm, op, scale=inv if average and not floating else None)
+    # Parameters the buckets do not hold (made trainable or added after DDP wrapped the
+    # model) go the packed way, after the buckets, in the same order on every rank.
+    known = flat.known
+    rest = [p.grad._data if p.grad is not None else _zero_grad(p)
+            for p in model.parameters()
+            if p.requires_grad and p.is_local and id(p) not in known]
+    for arrays in _by_module(rest):
+        _all_reduce_arrays(arrays, g, average)
+
+
+def _zero_grad(p: Any) -> Any:
+    from ..creation import zeros_like
+
+    p.grad = zeros_like(p)
+    return p.grad._data
 
 
 def _all_reduce_arrays(arrays: list[Any], g: ProcessGroup, average: bool) -> None:
