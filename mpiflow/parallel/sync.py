@@ -209,11 +209,11 @@ def _all_reduce_flat(model: Any, flat: FlatGradients, g: ProcessGroup, average: 
     # Parameters the buckets do not hold (made trainable or added after DDP wrapped the
     # model) go the packed way, after the buckets, in the same order on every rank.
     known = flat.known
-    rest = [p.grad._data if p.grad is not None else _zero_grad(p)
-            for p in model.parameters()
-            if p.requires_grad and p.is_local and id(p) not in known]
-    for arrays in _by_module(rest):
-        _all_reduce_arrays(arrays, g, average)
+    rest = [p for p in model.parameters() if id(p) not in known]
+    arrays = [p.grad._data if p.grad is not None else _zero_grad(p)
+              for p in rest if p.requires_grad and p.is_local]
+    for part in _by_module(arrays):
+        _all_reduce_arrays(part, g, average)
 
 
 def _zero_grad(p: Any) -> Any:

@@ -50,7 +50,10 @@ class _Reducer:
         # (parameters() yields each shared parameter once.)
         self.params: list[Tensor] = [p for p in module.parameters()
                                      if p.requires_grad and p.is_local][::-1]
-        self.flat = FlatGradients(self.params, bucket_bytes, _FIRST_BUCKET_BYTES)
+        # PyTorch's small first bucket starts the first all-reduce early; never larger than
+        # the buckets asked for.
+        self.flat = FlatGradients(self.params, bucket_bytes,
+                                  min(_FIRST_BUCKET_BYTES, bucket_bytes))
         self.buckets = self.flat.buckets
         self.where: dict[int, tuple[int, int]] = {}
         for b, bucket in enumerate(self.buckets):
