@@ -307,8 +307,30 @@ def test_one_collective_per_bucket() -> None:
         step(m)
     assert counts["all_reduce"] == buckets and sum(counts.values()) == buckets
     with count_collectives() as counts:
-        dist.sync_gradients(m)
-    assert counts["all_reduce"] == buckets and sum(counts.values()) == buckets
+        dist.sync_gradients(m)  # the buckets lie in one array: one all-reduce of it
+    assert counts["all_reduce"] == 1 and sum(counts.values()) == 1
+
+
+def test_the_buckets_of_a_dtype_lie_one_after_the_other_in_one_array() -> None:
+    shapes = [(3,), (40,), (2, 3), (50,), (7,)]
+    dtypes = ["float32", "float64", "float32", "float64", "float32"]
+    m = wrapped(True, shapes, dtypes, bucket_size_mb=2e-5)  # 20 bytes: a bucket each
+    flat = m._flat_gradients
+    assert [a.dtype.name for a in flat.storage] == ["float32", "float64"]
+    for storage in flat.storage:
+        mine = [b for b in flat.buckets if b.dtype == storage.dtype]
+        assert len(mine) >= 2 and sum(b.numel for b in mine) == storage.size
+        start = storage.__array_interface__["data"][0]
+        for b in mine:  # in bucket order, back to back
+            assert b.flat.__array_interface__["data"][0] == start
+            start += b.flat.nbytes
+    step(m, shapes, dtypes)
+    for p, want in zip(m.parameters(), mean_over_ranks(shapes, dtypes), strict=True):
+        assert_array_equal(p.grad.numpy(), want)
+    m.zero_grad()
+    with count_collectives() as counts:
+        dist.sync_gradients(m, average=False)
+    assert counts["all_reduce"] == 2  # one per dtype
 
 
 # -- sync_gradients on the flat buffers ---------------------------------------------------------

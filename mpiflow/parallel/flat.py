@@ -1,8 +1,11 @@
 """Gradients that live in flat bucket buffers, so that a bucket is all-reduced where it lies.
 
 PyTorch's ``gradient_as_bucket_view``: the parameters are grouped into buckets of one dtype
-(:func:`~.packing.make_buckets`), each bucket gets one flat buffer, allocated once, and every
-parameter's ``.grad`` becomes a view of its slice. Backward then accumulates straight into the
+(:func:`~.packing.make_buckets`), each bucket gets one flat buffer, and every parameter's
+``.grad`` becomes a view of its slice. The buffers are allocated once, one array per dtype
+holding that dtype's buckets one after the other in bucket order, so that a sync of every
+gradient (:func:`~.sync.sync_gradients`) can all-reduce each dtype's array in pieces of its
+own choosing, bucket boundaries or not. Backward then accumulates straight into the
 bucket (autograd adds into an existing ``.grad`` in place), and the all-reduce runs on the flat
 buffer in place: no copy into a packed buffer before it, none back after it.
 
@@ -29,7 +32,7 @@ from ..communication import ReduceOp, Work
 from ..core.array_module import array_module
 from .packing import Bucket, make_buckets
 
-__all__ = ["PIECE_BYTES", "FlatGradients"]
+__all__ = ["PIECE_BYTES", "FlatGradients", "all_reduce_pieces"]
 
 PIECE_BYTES = 16 << 20
 """A bucket is all-reduced (blocking) in pieces of at most this many bytes: one all-reduce of
@@ -50,6 +53,8 @@ class FlatGradients:
         params: the parameters.
         buckets: their buckets (:class:`~.packing.Bucket`), each with its ``flat`` buffer;
             ``members`` index into ``params``.
+        storage: per dtype, in the order of their first bucket, the one array whose
+            consecutive slices are the ``flat`` buffers of that dtype's buckets.
         views: per parameter, the tensor viewing its slice (the same object every time, so
             that ``p.grad is views[i]`` tells whether the view is in place).
         bucket_of: per parameter, the index of its bucket.
@@ -77,10 +82,18 @@ class FlatGradients:
         if len(modules) > 1:
             raise ValueError("flat gradient buckets need every parameter on one device (host "
                              "or GPU); this model mixes them")
+        xp = modules.pop() if modules else None
+        sizes: dict[Any, int] = {}
+        for bucket in self.buckets:
+            sizes[bucket.dtype] = sizes.get(bucket.dtype, 0) + bucket.numel
+        # Zeros, so that a slot nobody wrote adds nothing.
+        self.storage: list[Any] = [xp.zeros(n, dtype=dt) for dt, n in sizes.items()]
+        by_dtype = {a.dtype: a for a in self.storage}
+        used = dict.fromkeys(sizes, 0)
         for b, bucket in enumerate(self.buckets):
-            xp = array_module(self.params[bucket.members[0]]._data)
-            # Zeros, so that a slot nobody wrote adds nothing.
-            bucket.flat = xp.zeros(bucket.numel, dtype=bucket.dtype)
+            start = used[bucket.dtype]
+            bucket.flat = by_dtype[bucket.dtype][start:start + bucket.numel]
+            used[bucket.dtype] = start + bucket.numel
             for index, offset, size in zip(bucket.members, bucket.offsets, bucket.sizes):
                 shape = tuple(self.params[index].shape)
                 self.views[index] = Tensor(bucket.flat[offset:offset + size].reshape(shape))
@@ -120,13 +133,18 @@ class FlatGradients:
         """Start the non-blocking all-reduce of bucket ``b``'s flat buffer, in place."""
         return comm.all_reduce(self.buckets[b].flat, op, async_op=True)
 
-    def all_reduce(self, b: int, comm: Any, op: ReduceOp, scale: float | None = None) -> None:
+    def all_reduce(self, b: int, comm: Any, op: ReduceOp) -> None:
         """All-reduce bucket ``b``'s flat buffer in place (blocking, in pieces of at most
-        :data:`PIECE_BYTES`), then multiply it by ``scale`` if given (integer averages)."""
-        flat = self.buckets[b].flat
-        step = max(1, PIECE_BYTES // flat.itemsize)
-        for start in range(0, flat.size, step):
-            piece = flat[start:start + step]
-            comm.all_reduce(piece, op)
-            if scale is not None:
-                piece[...] = piece * scale
+        :data:`PIECE_BYTES`)."""
+        all_reduce_pieces(self.buckets[b].flat, comm, op)
+
+
+def all_reduce_pieces(flat: Any, comm: Any, op: ReduceOp, scale: float | None = None) -> None:
+    """All-reduce the 1-D array ``flat`` in place over ``comm`` (blocking), in pieces of at most
+    :data:`PIECE_BYTES`, each multiplied by ``scale`` afterwards if given (integer averages)."""
+    step = max(1, PIECE_BYTES // flat.itemsize)
+    for start in range(0, flat.size, step):
+        piece = flat[start:start + step]
+        comm.all_reduce(piece, op)
+        if scale is not None:
+            piece[...] = piece * scale

@@ -26,7 +26,7 @@ from ..communication.collectives import _list_args, resolve_group
 from ..communication.group import ProcessGroup
 from ..core.array_module import array_module
 from ..core.torch_arrays import Post
-from .flat import FlatGradients
+from .flat import FlatGradients, all_reduce_pieces
 from .packing import Bucket, make_buckets
 
 __all__ = ["sync_gradients", "sync_initial_weights"]
@@ -202,10 +202,10 @@ def _all_reduce_flat(model: Any, flat: FlatGradients, g: ProcessGroup, average: 
     assert g.comm is not None
     flat.attach_all()
     inv = 1.0 / g.size()
-    for b, bucket in enumerate(flat.buckets):
-        floating = bucket.dtype.kind in "fc"
+    for storage in flat.storage:  # every bucket of a dtype at once, in pieces
+        floating = storage.dtype.kind in "fc"
         op = ReduceOp.AVG if average and floating else ReduceOp.SUM
-        flat.all_reduce(b, g.comm, op, scale=inv if average and not floating else None)
+        all_reduce_pieces(storage, g.comm, op, scale=inv if average and not floating else None)
     # Parameters the buckets do not hold (made trainable or added after DDP wrapped the
     # model) go the packed way, after the buckets, in the same order on every rank.
     known = flat.known
