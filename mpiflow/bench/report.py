@@ -281,9 +281,7 @@ def format_redistribution(rows: Sequence[RedistRow], markdown: bool = False) -> 
 
 
 _GRAD_NAMES = {"packed": "dist.sync_gradients(model, average=False)",
-               "bucket_view": "dist.sync_gradients(ddp_model, average=False) on a "
-                              "DistributedDataParallel model whose gradients are views of its "
-                              "flat buckets (each bucket all-reduced in place)",
+               "bucket_view": "dist.sync_gradients(DDP(model), average=False)",
                "fused_small": "the tensors below {fuse} packed as sync_gradients packs them, the "
                               "others all-reduced in place",
                "per_tensor": "dist.all_reduce(p.grad) per parameter",
@@ -311,7 +309,8 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
         + "; ".join(f"{k}: {v.format(fuse=fuse, chunk=chunk)}" if "{" in v else f"{k}: `{v}`"
                     for k, v in _GRAD_NAMES.items())
         + "; speedup: per_tensor time / packed (or bucket_view, fused_small) time, paired by "
-          "round; view/bound: bucket_view / raw_chunked; bound: per_tensor / raw_chunked, about "
+          "round; view/raw: bucket_view time / raw_chunked time, paired (bucket_view's "
+          "gradients are views of DDP's flat buckets); bound: per_tensor / raw_chunked, about "
           "the most any packing can gain here; goals at 4 ranks: bucket_view <= "
           f"{GRAD_SYNC_GOAL:g}x raw_chunked for 100 tensors of 1 Ki..1 Mi elements, and >= "
           f"{GRAD_SMALL_GOAL:g}x faster than per_tensor for 100 tensors of 256..4 Ki elements"],
@@ -319,7 +318,7 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
     header = ["model", "total", "iters", "packed ms", "bucket_view ms", "fused_small ms",
               "per_tensor ms", "raw_per_tensor ms", "raw_chunked ms", "speedup packed",
               "speedup bucket_view", "speedup fused_small", "speedup packed vs raw",
-              "view/bound", "bound", "calls packed/view/fused/per_tensor", "goal"]
+              "view/raw", "bound", "calls packed/view/fused/per_tensor", "goal"]
     right = [False, *[True] * (len(header) - 2), False]
     cells = []
     for r in results:

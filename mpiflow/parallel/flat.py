@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy
+
 from .._tensor import Tensor
 from ..communication import ReduceOp, Work
 from ..core.array_module import array_module
@@ -82,7 +84,7 @@ class FlatGradients:
         if len(modules) > 1:
             raise ValueError("flat gradient buckets need every parameter on one device (host "
                              "or GPU); this model mixes them")
-        xp = modules.pop() if modules else None
+        xp: Any = modules.pop() if modules else numpy
         sizes: dict[Any, int] = {}
         for bucket in self.buckets:
             sizes[bucket.dtype] = sizes.get(bucket.dtype, 0) + bucket.numel
