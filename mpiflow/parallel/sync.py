@@ -202,6 +202,7 @@ def _all_reduce_flat(model: Any, flat: FlatGradients, g: ProcessGroup, average: 
     assert g.comm is not None
     flat.attach_all()
     inv = 1.0 / g.size()
+    average = average and g.size() > 1  # on one rank the average is the sum: no pass
     for storage in flat.storage:  # every bucket of a dtype at once, in pieces
         floating = storage.dtype.kind in "fc"
         op = ReduceOp.AVG if average and floating else ReduceOp.SUM

@@ -59,7 +59,9 @@ class _Reducer:
         for b, bucket in enumerate(self.buckets):
             for slot, index in enumerate(bucket.members):
                 self.where[id(self.params[index])] = (b, slot)
-        self.ops = [ReduceOp.AVG if bucket.dtype.kind in "fc" else ReduceOp.SUM
+        # On one rank the average is the sum: no division pass over the buckets.
+        average = group.size() > 1
+        self.ops = [ReduceOp.AVG if average and bucket.dtype.kind in "fc" else ReduceOp.SUM
                     for bucket in self.buckets]
         self.enabled = True
         self.armed = False
