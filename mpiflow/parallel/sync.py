@@ -5,7 +5,8 @@ gradients (averaged by default). Both take an mpiflow ``Module``, a ``torch.nn.M
 or CUDA tensors of any dtype and strides, updated in place; torch is imported only if the object
 is torch's), or a dict/list of numpy arrays, mpiflow or torch tensors, and move the data in
 buckets of one dtype instead of one collective per parameter. bfloat16 gradients are averaged
-in float32 and rounded once.
+in float32 and rounded once. A model whose gradients already live in flat buffers
+(``DistributedDataParallel``'s ``gradient_as_bucket_view``) is all-reduced in those buffers.
 
 Examples:
     >>> model = nn.Linear(3, 1)
@@ -173,6 +174,12 @@ def sync_initial_weights(model: Any, rank: int | None = None, world_size: int | 
 def sync_gradients(model: Any, rank: int | None = None, world_size: int | None = None,
                    average: bool = True, group: ProcessGroup | None = None) -> None:
     """All-reduce the gradients of ``model`` in place, in a few packed collectives.
+
+    A model whose gradients are views of flat bucket buffers (wrapped by
+    ``DistributedDataParallel`` with ``gradient_as_bucket_view``, the default) is all-reduced
+    in those buffers, where the gradients lie: no packing copies. Its parameters whose
+    ``.grad`` is None get their (zeroed) view back first; parameters the buckets do not hold
+    are packed as usual.
 
     Args:
         model: an mpiflow Module, a torch.nn.Module, or a dict/list of gradient arrays.
