@@ -239,6 +239,14 @@ def test_a_gradient_of_another_shape_raises() -> None:
         flat.attach(0)
 
 
+def test_a_parameter_converted_after_wrapping_raises_on_every_rank() -> None:
+    m = wrapped(True)
+    m.to(flow.float64)
+    xs = [flow.tensor(a.astype("float64")) for a in inputs(SHAPES, RANK)]
+    with pytest.raises(RuntimeError, match=r"now float64 .* bucket float32.*after \.to\(\)"):
+        m(xs).backward()
+
+
 def test_a_user_hook_still_changes_the_gradient() -> None:
     m = wrapped(True)
     for p in m.parameters():

@@ -106,12 +106,20 @@ class FlatGradients:
         where it was another tensor, nothing to do where the view is in place.
 
         Raises:
-            RuntimeError: the parameter's ``.grad`` has another shape.
+            RuntimeError: the parameter's ``.grad`` has another shape, or the parameter another
+                dtype or device than its bucket (changed since the buckets were made).
         """
         p, view = self.params[index], self.views[index]
         grad = p.grad
         if grad is view:
             return
+        data = p._data
+        if data.dtype != view._data.dtype or array_module(data) is not array_module(view._data):
+            raise RuntimeError(
+                f"a parameter of shape {tuple(p.shape)} is now {data.dtype} on {p.device}, its "
+                f"gradient bucket {view._data.dtype} on {view.device}: parameters changed dtype "
+                "or device after their buckets were made (wrap the model with "
+                "DistributedDataParallel after .to())")
         if grad is None:
             view._data[...] = 0
         else:
