@@ -11,11 +11,12 @@ finished it, and the result copied back at the end.
 
 A full bucket starts its non-blocking all-reduce at once, overlapping the rest of backward.
 Buckets are launched strictly in bucket order on every rank (MPI requires collectives in the
-same order everywhere). The last bucket, whose gradients are complete only when backward ends,
-is all-reduced then with the blocking all-reduce (MPI's non-blocking one is much slower for
-large messages when nothing progresses it). At the end of backward, a parameter that got no
-gradient on this rank contributes its ``.grad`` as it stands (zeros where it is None), so
-every rank completes every bucket and nothing hangs.
+same order everywhere), one all-reduce each. The last bucket, whose gradients are complete only
+when backward ends, is all-reduced then with the blocking all-reduce, in pieces of at most
+16 MiB (MPI's non-blocking all-reduce is much slower for large messages when nothing progresses
+it, and one all-reduce of tens of MiB slower than its pieces). At the end of backward, a
+parameter that got no gradient on this rank contributes its ``.grad`` as it stands (zeros where
+it is None), so every rank completes every bucket and nothing hangs.
 """
 
 from __future__ import annotations
