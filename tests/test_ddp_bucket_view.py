@@ -390,3 +390,26 @@ def test_training_matches_one_process_on_the_whole_batch() -> None:
     assert_views(net)
     for a, b in zip(ref.parameters(), net.parameters(), strict=True):
         assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_subgroup_averages_over_its_own_ranks() -> None:
+    evens, odds = list(range(0, SIZE, 2)), list(range(1, SIZE, 2)) or [0]
+    groups = [dist.new_group(evens), dist.new_group(odds)]  # every rank makes both
+    try:
+        mine = evens if RANK % 2 == 0 else odds
+        group = groups[RANK % 2]
+        m = ddp(Weighted(SHAPES), process_group=group, bucket_size_mb=1e-4)
+        step(m)
+        assert_views(m)
+        for i, got in enumerate(grads(m)):
+            total = sum(inputs(SHAPES, r)[i] for r in mine)
+            assert_array_equal(got, total / numpy.float32(len(mine)))
+        m.zero_grad()
+        with m.no_sync():
+            step(m, step_index=1)
+        dist.sync_gradients(m, average=False, group=group)
+        for i, got in enumerate(grads(m)):
+            assert_array_equal(got, sum(inputs(SHAPES, r, step=1)[i] for r in mine))
+    finally:
+        for g in groups:
+            dist.destroy_process_group(g)
