@@ -1,7 +1,8 @@
 """OneFlow's ``oneflow.comm`` API: collectives over the whole world, with OneFlow's signatures.
 
 These are the same operations as :mod:`mpiflow.distributed` (one communication layer under both),
-without groups or async handles, in place where OneFlow is in place. They take numpy arrays,
+without groups or async handles, in place where OneFlow is in place; :func:`recv` returns an
+mpiflow tensor, as OneFlow's returns a OneFlow tensor. They take numpy arrays,
 mpiflow tensors, CuPy arrays and ``torch.Tensor``s (CPU zero-copy; CUDA through CuPy or pinned
 host memory), as :mod:`mpiflow.distributed` does.
 
@@ -18,10 +19,12 @@ from typing import Any
 
 import numpy
 
+from ._tensor import Tensor
 from .communication import ReduceOp
 from .communication import collectives as _c
 from .communication.group import world_comm, world_group
 from .core.torch_arrays import is_torch_tensor, numpy_dtype
+from .dtypes import DType
 
 __all__ = [
     "all_gather",
@@ -166,6 +169,8 @@ def _wire_dtype(dtype: Any) -> tuple[numpy.dtype, str | None]:
     Raises:
         TypeError: a torch dtype that cannot be sent (quantized, or unknown here).
     """
+    if isinstance(dtype, DType):
+        return dtype.numpy, None
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(dtype, torch.dtype):
         return numpy.dtype(dtype), None
@@ -188,22 +193,24 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     Args:
         src: the sending rank, or None for any.
         shape: what arrives, when the sender sends no metadata.
-        dtype: what arrives, when the sender sends no metadata: a numpy dtype (or what
-            ``numpy.dtype`` takes), or a ``torch.dtype``.
-        device: "cuda" receives into a new CuPy array (what a device sender needs when
-            device arrays travel over NCCL); None or "cpu" into a numpy array.
+        dtype: what arrives, when the sender sends no metadata: an mpiflow dtype, a numpy
+            dtype (or what ``numpy.dtype`` takes), or a ``torch.dtype``.
+        device: "cuda" (or ``mpiflow.device("cuda")``) receives into a new tensor on this
+            rank's GPU (what a device sender needs when device arrays travel over NCCL); None
+            or "cpu" into a host tensor.
         out: receive into this array or tensor (numpy, mpiflow, CuPy, or a CPU or CUDA
             ``torch.Tensor`` of any strides) instead of a new one.
 
     Returns:
-        The received array (numpy; CuPy with ``device="cuda"``), or None when ``out`` was
-        given. A tensor of a dtype numpy lacks (a bfloat16 tensor sent with its metadata, or
-        ``dtype=torch.bfloat16``) arrives as a ``torch.Tensor`` of that dtype (on ``device``).
+        The received data as an mpiflow tensor (OneFlow's return type; CuPy-backed with
+        ``device="cuda"``), or None when ``out`` was given. A tensor of a dtype numpy lacks
+        (a bfloat16 tensor sent with its metadata, or ``dtype=torch.bfloat16``) arrives as a
+        ``torch.Tensor`` of that dtype (on ``device``).
 
     Examples:
         >>> rank = flow.env.get_rank()
         >>> if rank == 0: flow.comm.send(numpy.arange(3.0), dst=1)
-        >>> if rank == 1: x = flow.comm.recv(0)     # array([0., 1., 2.])
+        >>> if rank == 1: x = flow.comm.recv(0)     # tensor([0., 1., 2.])
     """
     if (shape is None) != (dtype is None):
         raise ValueError("give both shape and dtype (sender used send_meta=False) or neither")
@@ -231,11 +238,11 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     world_comm.recv(result, source, _DATA_TAG)
     if target is None:
         if torch_name is None:
-            return result
+            return Tensor(result)
         import torch  # the sender sent a torch tensor, or the caller named a torch dtype
 
         received = torch.from_numpy(result).view(getattr(torch, torch_name))
-        return received if device is None else received.to(device)
+        return received if device is None else received.to(str(device))
     if result is not target:
         got = torch_name or result.dtype
         raise ValueError(f"received a {got} array of shape {result.shape}, but out is a "

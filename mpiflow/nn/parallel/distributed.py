@@ -33,7 +33,7 @@ class _Reducer:
     """The bucketed gradient all-reduce of one module."""
 
     def __init__(self, module: Any, group: ProcessGroup, bucket_bytes: int,
-                 broadcast_buffers: bool) -> None:
+                 broadcast_buffers: bool, bucket_params: int | None = None) -> None:
         self.module = module
         self.group = group
         self.broadcast_buffers = broadcast_buffers
@@ -43,7 +43,7 @@ class _Reducer:
                                      if p.requires_grad and p.is_local][::-1]
         self.buckets: list[Bucket] = make_buckets(
             [(tuple(p.shape), p._data.dtype) for p in self.params], bucket_bytes,
-            _FIRST_BUCKET_BYTES)
+            _FIRST_BUCKET_BYTES if bucket_params is None else None, bucket_params)
         self.where: dict[int, tuple[int, int]] = {}
         for b, bucket in enumerate(self.buckets):
             bucket.allocate(array_module(self.params[bucket.members[0]]._data))
@@ -134,16 +134,22 @@ class _Reducer:
 
 def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
                             bucket_size_mb: float = 25, process_group: ProcessGroup | None = None,
-                            broadcast_parameters: bool = True) -> Any:
+                            broadcast_parameters: bool = True, bucket_size: int | None = None,
+                            use_bucket: bool = True) -> Any:
     """Make ``module`` data parallel over the ranks of ``process_group`` and return it.
 
     Args:
         module: an mpiflow ``nn.Module`` with local parameters.
-        broadcast_buffers: copy rank 0's buffers to every rank before each forward.
+        broadcast_buffers: copy rank 0's buffers to every rank before each forward (and now,
+            with ``broadcast_parameters``); False leaves each rank its own buffers.
         bucket_size_mb: gradient bucket size; each full bucket starts its all-reduce during
             backward.
         process_group: the group (default: the world).
-        broadcast_parameters: copy rank 0's parameters and buffers to every rank now.
+        broadcast_parameters: copy rank 0's parameters to every rank now.
+        bucket_size: OneFlow's bucket size, in parameters: at most this many per bucket
+            (instead of ``bucket_size_mb``).
+        use_bucket: False all-reduces each parameter's gradient on its own (OneFlow's
+            ``use_bucket=False``; the same as ``bucket_size=1``).
 
     Returns:
         ``module`` itself, with ``module.no_sync()`` added.
@@ -162,9 +168,16 @@ def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
     if any(p.is_global for p in module.parameters()):
         raise ValueError("DistributedDataParallel needs local parameters; a module of global "
                          "tensors is already distributed (see to_global)")
+    if bucket_size is not None and (isinstance(bucket_size, bool) or not
+                                    isinstance(bucket_size, int) or bucket_size < 1):
+        raise ValueError(f"bucket_size counts parameters: a positive int, got {bucket_size!r}")
     if broadcast_parameters:
-        sync_initial_weights(module, src=group.ranks[0], group=group)
-    reducer = _Reducer(module, group, int(bucket_size_mb * (1 << 20)), broadcast_buffers)
+        # Buffers only where they are synchronized anyway (OneFlow broadcasts parameters only).
+        weights = module if broadcast_buffers else list(module.parameters())
+        sync_initial_weights(weights, src=group.ranks[0], group=group)
+    per_bucket = 1 if not use_bucket else bucket_size
+    bucket_bytes = int(bucket_size_mb * (1 << 20)) if per_bucket is None else 1 << 62
+    reducer = _Reducer(module, group, bucket_bytes, broadcast_buffers, per_bucket)
     object.__setattr__(module, "_ddp_reducer", reducer)
     object.__setattr__(module, "no_sync", reducer.no_sync)
     module.register_forward_pre_hook(lambda mod, inputs: reducer.before_forward())
