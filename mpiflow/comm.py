@@ -75,8 +75,14 @@ def all_gather(tensor_list: list[Any], tensor: Any) -> None:
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any) -> None:
-    """Gather every rank's ``input_tensor`` into ``output_tensor`` (concatenated on dim 0)."""
-    _c.all_gather_into_tensor(output_tensor, input_tensor)
+    """Gather every rank's ``input_tensor`` into ``output_tensor`` (concatenated on dim 0).
+
+    As in OneFlow, a contiguous ``output_tensor`` of any shape with ``world_size`` times the
+    input's elements receives them in rank order (a (2, 3, 2) output of two (2, 3) inputs).
+    """
+    size, shape = world_comm.size, tuple(input_tensor.shape)
+    _c.all_gather_into_tensor(_viewed(output_tensor, (size * shape[0], *shape[1:])
+                                      if shape else (size,)), input_tensor)
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any]) -> None:
@@ -114,9 +120,27 @@ def reduce_scatter_tensor(output_tensor: Any, input_tensor: Any) -> None:
     """Sum ``input_tensor`` over all ranks; rank ``i`` keeps chunk ``i`` of dim 0.
 
     Example (2 ranks, input 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``,
-    rank 1 ``[[14,16,18],[20,22,24]]``.
+    rank 1 ``[[14,16,18],[20,22,24]]``. As in OneFlow, a contiguous input of any shape with
+    ``world_size`` times the output's elements is taken in order (1..12 as 2x3x2 works too).
     """
-    _c.reduce_scatter_tensor(output_tensor, input_tensor)
+    size, shape = world_comm.size, tuple(output_tensor.shape)
+    _c.reduce_scatter_tensor(output_tensor, _viewed(input_tensor, (size * shape[0], *shape[1:])
+                                                    if shape else (size,)))
+
+
+def _viewed(t: Any, shape: tuple[int, ...]) -> Any:
+    """``t`` viewed (same memory) as ``shape`` when it holds that many elements contiguously:
+    OneFlow's collectives go by element count; anything else is left to the shape checks."""
+    if tuple(t.shape) == shape or int(numpy.prod(shape)) != int(numpy.prod(tuple(t.shape))):
+        return t
+    if isinstance(t, Tensor):
+        if t.is_local and t._data.flags.c_contiguous:
+            return Tensor(t._data.reshape(shape))
+        return t
+    if is_torch_tensor(t):
+        return t.view(shape) if t.is_contiguous() else t
+    flags = getattr(t, "flags", None)
+    return t.reshape(shape) if flags is not None and flags.c_contiguous else t
 
 
 def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0) -> None:
