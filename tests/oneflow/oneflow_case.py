@@ -28,10 +28,14 @@ FOUR_RANK_DATA = numpy.array([
 ], dtype=numpy.float32)
 
 
-def exactly(n: int) -> list[pytest.MarkDecorator]:
-    """Marks of a test written for exactly ``n`` ranks (OneFlow's ``skip_unless_1n{n}d``)."""
-    return [pytest.mark.mpi(min_size=n),
-            pytest.mark.skipif(SIZE != n, reason=f"OneFlow's test is for exactly {n} ranks")]
+def exactly(n: int) -> Callable[[Any], Any]:
+    """Mark a test written for exactly ``n`` ranks (OneFlow's ``skip_unless_1n{n}d``)."""
+    def mark(test: Any) -> Any:
+        test = pytest.mark.skipif(SIZE != n, reason=f"OneFlow's test is for exactly {n} ranks")(
+            test)
+        return pytest.mark.mpi(min_size=n)(test)
+
+    return mark
 
 
 def on_every_rank(body: Callable[[], Any]) -> Any:
