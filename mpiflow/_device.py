@@ -2,7 +2,10 @@
 
 mpiflow names devices with strings ("cpu", "cuda"); every function that takes a ``device=``
 also takes a :class:`device`, and a device compares equal to its string, so
-``tensor.device == flow.device("cpu")`` holds whichever of the two ``tensor.device`` is.
+``tensor.device == flow.device("cpu")`` holds whichever of the two ``tensor.device`` is. A
+device without an index stands for this rank's device of its type: it equals one with any
+index (``flow.device("cpu") == flow.device("cpu", 1)``), as a OneFlow program expects of its
+rank's tensors.
 """
 
 from __future__ import annotations
@@ -62,7 +65,10 @@ class device:
                 return False
         if not isinstance(other, device):
             return NotImplemented
-        return self.type == other.type and self.index == other.index
+        # No index means this rank's device of the type (mpiflow's tensors say "cpu"), which
+        # OneFlow's programs compare with flow.device("cpu", rank).
+        return self.type == other.type and (self.index is None or other.index is None
+                                            or self.index == other.index)
 
     def __hash__(self) -> int:
-        return hash(str(self))
+        return hash(self.type)
