@@ -17,9 +17,11 @@ import numpy
 from numpy import ndarray as _ndarray
 
 from . import dtypes as _dtypes
+from ._runtime import topology
+from .boxing.shards import shard_slices
 from .core.array_module import array_module
 from .placement import Placement
-from .sbp import SbpParallel
+from .sbp import Partial, SbpParallel, normalize_sbp
 
 __all__ = ["Size", "Tensor", "bind", "bound_methods", "to_host"]
 
@@ -62,9 +64,13 @@ class Tensor:
 
     def __init__(self, data: Any, placement: Placement | None = None,
                  sbp: tuple[SbpParallel, ...] | None = None,
-                 shape: Sequence[int] | None = None, requires_grad: bool = False) -> None:
-        if data.__class__ in _LEGACY:  # OneFlow's flow.Tensor([1, 2]) and flow.Tensor(2, 3)
-            data, placement, sbp, shape = _legacy_data(data, placement, sbp, shape)
+                 shape: Sequence[int] | None = None, /, *sizes: builtins.int,
+                 requires_grad: bool = False, **legacy: Any) -> None:
+        # mpiflow's own form takes its arguments by position; OneFlow's legacy constructor
+        # (flow.Tensor([1, 2]), flow.Tensor(2, 3, placement=p, sbp=B)) by its shape.
+        if legacy or data.__class__ in _LEGACY:
+            data, placement, sbp, shape = _legacy_data(data, (placement, sbp, shape, *sizes),
+                                                       legacy)
         self._data = data
         self._placement = placement
         self._sbp = sbp
@@ -155,8 +161,20 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """This tensor's value without its autograd history (shares memory)."""
+        """This tensor's value without its autograd history (shares memory).
+
+        Assigning another tensor (``x.data = y``) makes this same object hold ``y``'s data,
+        shape and layout (local or global), outside autograd.
+        """
         return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data, self._placement, self._sbp = value._data, value._placement, value._sbp
+        self._shape = value._shape
+        self._version += 1
 
     @property
     def is_leaf(self) -> bool:
@@ -702,25 +720,61 @@ class Tensor:
 
 
 _LEGACY = frozenset({list, tuple, builtins.int, Size})
+_LEGACY_KEYWORDS = frozenset({"placement", "sbp", "device", "dtype"})
 
 
-def _legacy_data(data: Any, *more: Any) -> tuple[Any, None, None, None]:
-    """The array of OneFlow's legacy constructor: ``Tensor(list)`` (float32 values) or
-    ``Tensor(d0, d1, ...)`` (float32 zeros of that shape, at most four dimensions)."""
-    if not isinstance(data, builtins.int):
-        if any(m is not None for m in more):
-            raise TypeError("Tensor(data) takes only the data; use mpiflow.tensor(data, ...) "
-                            "for a dtype, device or layout")
-        return numpy.array(data, dtype=numpy.float32), None, None, None
-    dims = [data]
-    for m in more:
-        if m is None:
-            break
-        if not isinstance(m, builtins.int):
-            raise TypeError("Tensor(*sizes) takes ints only (at most four); use "
-                            "mpiflow.empty(*sizes, placement=..., sbp=...) for a global tensor")
-        dims.append(m)
-    return numpy.zeros(dims, dtype=numpy.float32), None, None, None
+def _legacy_data(data: Any, more: tuple[Any, ...], keywords: dict[str, Any]
+                 ) -> tuple[Any, Placement | None, tuple[SbpParallel, ...] | None, Any]:
+    """What OneFlow's legacy constructor makes: ``Tensor(list)`` (float32 values),
+    ``Tensor(d0, d1, ...)`` or ``Tensor(Size)`` (float32 zeros of that shape), ``Tensor(tensor)``
+    (a float32 copy), each local, or global with ``placement=`` and ``sbp=``; ``device=`` and
+    ``dtype=`` as in :func:`mpiflow.tensor`.
+
+    Returns:
+        The fields of the new tensor: its array, placement, sbp and logical shape.
+    """
+    unknown = set(keywords) - _LEGACY_KEYWORDS
+    if unknown:
+        raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(unknown)}")
+    extra = [m for m in more if m is not None]
+    placement, sbp = keywords.get("placement"), keywords.get("sbp")
+    dtype = numpy.dtype(_dtypes.as_dtype(keywords.get("dtype") or _dtypes.float32).numpy)
+    if isinstance(data, builtins.int) or isinstance(data, Size):
+        dims = [*data] if isinstance(data, Size) else [data]
+        if any(not isinstance(m, builtins.int) for m in extra):
+            raise TypeError("Tensor(*sizes) takes ints; use mpiflow.tensor(data, ...) for data")
+        value = numpy.zeros([*dims, *extra], dtype=dtype)
+    else:
+        if extra:
+            raise TypeError("Tensor(data) takes one data argument; use mpiflow.tensor(data, ...)")
+        if isinstance(data, Tensor):
+            if placement is None and data._placement is not None:
+                data = data.to_local()
+            elif placement is not None:
+                moved = data.to_global(placement, sbp)
+                return (moved._data.astype(dtype, copy=True), moved._placement, moved._sbp,
+                        tuple(moved.shape))
+            value = to_host(data._data).astype(dtype, copy=True)
+        else:
+            value = numpy.array(to_host(data) if hasattr(data, "__array__") else data,
+                                dtype=dtype)
+    device = keywords.get("device")
+    if placement is None:
+        if device is not None and str(device).split(":")[0] == "cuda":
+            from .cuda import require  # the GPU library, only when asked for
+
+            return require().asarray(value), None, None, None
+        return value, None, None, None
+    if sbp is None:
+        raise TypeError("Tensor(..., placement=...) needs an sbp too")
+    layout = normalize_sbp(sbp, placement.ndim)
+    coords = placement.coordinates(topology.rank)
+    if coords is None:  # outside the placement: an empty shard
+        return numpy.empty((0,), dtype=dtype), placement, layout, value.shape
+    local = value[shard_slices(value.shape, placement.mesh_shape, layout, coords)].copy()
+    if any(isinstance(s, Partial) for s in layout):  # zeros: every rank holds a zero share
+        local[...] = 0
+    return local, placement, layout, value.shape
 
 
 class _Handle:
