@@ -739,7 +739,7 @@ def _legacy_data(data: Any, more: tuple[Any, ...], keywords: dict[str, Any]
     extra = [m for m in more if m is not None]
     placement, sbp = keywords.get("placement"), keywords.get("sbp")
     dtype = numpy.dtype(_dtypes.as_dtype(keywords.get("dtype") or _dtypes.float32).numpy)
-    if isinstance(data, builtins.int) or isinstance(data, Size):
+    if isinstance(data, (builtins.int, Size)):
         dims = [*data] if isinstance(data, Size) else [data]
         if any(not isinstance(m, builtins.int) for m in extra):
             raise TypeError("Tensor(*sizes) takes ints; use mpiflow.tensor(data, ...) for data")

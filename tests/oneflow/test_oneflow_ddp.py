@@ -116,10 +116,8 @@ def test_broadcast_buffer() -> None:
     y1, y2 = m(x), m(x)
     m = ddp(CustomModule().to("cpu"), broadcast_buffers=False)
     y3, y4 = m(x), m(x)
-    if RANK == 0:
-        expected = [[3, 5], [4, 6], [3, 5], [4, 6]]
-    else:
-        expected = [[5, 8], [6, 9], [6, 10], [8, 12]]
+    expected = ([[3, 5], [4, 6], [3, 5], [4, 6]] if RANK == 0
+                else [[5, 8], [6, 9], [6, 10], [8, 12]])
     for y, e in zip((y1, y2, y3, y4), expected):
         _close(y.numpy(), e)
 

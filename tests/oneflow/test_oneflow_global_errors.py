@@ -58,14 +58,14 @@ def test_local_to_global_with_invalid_size() -> None:
     with pytest.raises(ValueError, match="Sizes of tensors in dimension 0 must be same or match "
                                          "balanced split distribution"):
         x.to_global(placement=ALL, sbp=flow.sbp.split(0))
-    with pytest.raises(ValueError, match="Sizes of tensors must match except in dimension 1. "
-                                         "Expected size 2 but got size 4 for tensor on rank 1!"):
+    with pytest.raises(ValueError, match=r"Sizes of tensors must match except in dimension 1\. "
+                                         r"Expected size 2 but got size 4 for tensor on rank 1!"):
         x.to_global(placement=ALL, sbp=flow.sbp.split(1))
 
 
 # -- test_placement.py ---------------------------------------------------------------------------
 def test_placement_type() -> None:
-    with pytest.raises(ValueError, match="placement type must be one of .* got 'xpu'"):
+    with pytest.raises(ValueError, match=r"placement type must be one of .* got 'xpu'"):
         flow.placement(type="xpu", ranks=[0])
     with pytest.raises(ValueError, match="Expected one of cpu, cuda device type at start of "
                                          "device string: xpu"):
@@ -111,10 +111,8 @@ def test_removed_consistent_names() -> None:
 @pytest.mark.mpi(min_size=2)
 def test_check_meta_consistency() -> None:
     # ranks outside the placement may hold anything
-    if RANK == 0:
-        x = flow.ones((16, 16), dtype=flow.int32)
-    else:
-        x = flow.zeros((1,), dtype=flow.float32)
+    x = (flow.ones((16, 16), dtype=flow.int32) if RANK == 0
+         else flow.zeros((1,), dtype=flow.float32))
     placement = flow.placement("cpu", [0])
     y = x.to_global(placement=placement, sbp=(flow.sbp.broadcast,))
     y.check_meta_consistency()
