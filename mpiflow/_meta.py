@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy
@@ -34,8 +35,16 @@ def describe_sbp(sbp: Sequence[SbpParallel]) -> str:
     return "(" + ", ".join(str(s) for s in sbp) + ")"
 
 
+@lru_cache(maxsize=1024)
 def _crc(text: str) -> int:
     return int(zlib.crc32(text.encode()))
+
+
+@lru_cache(maxsize=1024)
+def _layout_codes(placement: Placement | None, sbp: tuple[SbpParallel, ...] | None
+                  ) -> tuple[int, int]:
+    """Checksums of a placement and a layout (values, hashable: computed once each)."""
+    return (_crc(_placement_text(placement)), _crc("" if sbp is None else describe_sbp(sbp)))
 
 
 def _placement_text(placement: Placement | None) -> str:
@@ -44,7 +53,7 @@ def _placement_text(placement: Placement | None) -> str:
 
 def dtype_code(dtype: Any) -> int:
     """The checksum of ``dtype`` that :func:`agree` gathers."""
-    return _crc(numpy.dtype(dtype).str)
+    return _crc(dtype.str if isinstance(dtype, numpy.dtype) else numpy.dtype(dtype).str)
 
 
 def agree(what: str, placement: Placement | None, sbp: Sequence[SbpParallel] | None,
@@ -70,8 +79,8 @@ def agree(what: str, placement: Placement | None, sbp: Sequence[SbpParallel] | N
     """
     row = numpy.zeros(_HEAD + MAX_DIMS, dtype=numpy.int64)
     ndim = len(shape)
-    row[:_HEAD] = (_MAGIC, _crc(what), _crc(_placement_text(placement)),
-                   _crc("" if sbp is None else describe_sbp(sbp)), dtype_code(dtype),
+    layout = None if sbp is None else tuple(sbp)
+    row[:_HEAD] = (_MAGIC, _crc(what), *_layout_codes(placement, layout), dtype_code(dtype),
                    ndim if ndim <= MAX_DIMS else -1, _crc(target))
     if ndim <= MAX_DIMS:
         row[_HEAD:_HEAD + ndim] = shape
