@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy
 import pytest
 from oneflow_autotest import all_placement, all_sbp, compare, random_value
+from oneflow_case import RANK, exactly
 
 import mpiflow as flow
+from mpiflow.communication import count_collectives
 
 pytestmark = pytest.mark.mpi
 
-B, S1 = flow.sbp.broadcast, flow.sbp.split(1)
+B, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
 
 
 @pytest.mark.parametrize("placement", list(all_placement()), ids=str)
@@ -76,3 +79,31 @@ def test_floordiv_and_atan2(placement: Any) -> None:
                 [(x, placement, sbp, False), (y, placement, sbp, False)], backward=False)
         compare(lambda lib, a, b: lib.atan2(a, b),
                 [(x - 5, placement, sbp, True), (y - 5, placement, sbp, True)])
+
+
+@exactly(4)
+def test_view_of_a_nested_split_moves_no_data() -> None:
+    """OneFlow lays a (4, 4) tensor of (S(0), S(0)) viewed as (2, 8) out as (S(0), S(1)):
+    every rank keeps its row, no communication; the gradient comes back the same way."""
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    value = numpy.arange(16.0, dtype=numpy.float32).reshape(4, 4)
+    x = flow.tensor(value, placement=mesh, sbp=[S0, S0], requires_grad=True)
+    with count_collectives() as counts:
+        y = x.view(2, 8)
+    assert sum(counts.values()) == 0, counts
+    assert y.sbp == (S0, S1)
+    numpy.testing.assert_array_equal(y.to_local().numpy(), value[RANK:RANK + 1])
+    numpy.testing.assert_array_equal(y.numpy(), value.reshape(2, 8))
+    (y * y).sum().backward()
+    numpy.testing.assert_allclose(x.grad.numpy(), 2 * value)
+
+
+@exactly(4)
+@pytest.mark.parametrize("shape, size", [((4, 4), (2, 8)), ((8, 3), (4, 6)), ((4, 6), (24,)),
+                                         ((5, 4), (2, 10)), ((4, 2, 3), (8, 3))])
+def test_reshape_on_the_mesh_matches_torch(shape: tuple[int, ...], size: tuple[int, ...]
+                                            ) -> None:
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    value = random_value(shape, seed=8)
+    for sbp in all_sbp(mesh, max_dim=len(shape)):
+        compare(lambda lib, a: a.reshape(*size) * 2, [(value, mesh, sbp, True)])
