@@ -398,19 +398,15 @@ class Tensor:
         def __rxor__(self, other: Any) -> Tensor:
             """``bitwise_xor(other, self)``: the reflected operator."""
         def add_(self, other: Any, **kwargs: Any) -> Tensor:
-            """``self = add(self, other, ...)`` in place; returns self (keywords as the function's,
-            e.g. ``alpha=``)."""
+            """``self = add(self, other, alpha=...)`` in place; returns self."""
         def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
             """Clamp in place to ``[min, max]``; returns self."""
-        def div_(self, other: Any, **kwargs: Any) -> Tensor:
-            """``self = div(self, other, ...)`` in place; returns self (keywords as the function's,
-            e.g. ``alpha=``)."""
-        def mul_(self, other: Any, **kwargs: Any) -> Tensor:
-            """``self = mul(self, other, ...)`` in place; returns self (keywords as the function's,
-            e.g. ``alpha=``)."""
+        def div_(self, other: Any) -> Tensor:
+            """``self = div(self, other)`` in place; returns self."""
+        def mul_(self, other: Any) -> Tensor:
+            """``self = mul(self, other)`` in place; returns self."""
         def sub_(self, other: Any, **kwargs: Any) -> Tensor:
-            """``self = sub(self, other, ...)`` in place; returns self (keywords as the function's,
-            e.g. ``alpha=``)."""
+            """``self = sub(self, other, alpha=...)`` in place; returns self."""
         # mpiflow.ops.pointwise
         def __abs__(self) -> Tensor:
             """Elementwise ``abs``."""

@@ -39,8 +39,8 @@ def _inplace_kw(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         return pw.assign_(self, fn(self, other, **kwargs))  # add_(other, alpha=2)
 
     method.__name__ = method.__qualname__ = f"{fn.__name__}_"
-    method.__doc__ = (f"``self = {fn.__name__}(self, other, ...)`` in place; returns self "
-                      "(keywords as the function's, e.g. ``alpha=``).")
+    method.__doc__ = (f"``self = {fn.__name__}(self, other, alpha=...)`` in place; returns "
+                      "self.")
     return method
 
 
@@ -75,7 +75,8 @@ METHODS: dict[str, Callable[..., Any]] = {
        for name in ("add", "sub", "mul", "truediv", "pow")},
     "__neg__": pw.neg, "__abs__": pw.abs, "__invert__": _invert, "__pos__": _pos,
     **{name: getattr(pw, name) for name in pw.__all__ if name not in _NOT_METHODS},
-    **{f"{name}_": _inplace_kw(getattr(pw, name)) for name in ("add", "sub", "mul", "div")},
+    **{f"{name}_": _inplace_kw(getattr(pw, name)) for name in ("add", "sub")},
+    **{f"{name}_": _inplace(getattr(pw, name)) for name in ("mul", "div")},
     "clamp_": _clamp_, "copy_": pw.assign_, "fill_": pw.fill_, "zero_": pw.zero_,
     "multiply": pw.mul, "subtract": pw.sub, "divide": pw.div,
 }
