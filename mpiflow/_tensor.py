@@ -49,13 +49,18 @@ class Tensor:
     """A local or global tensor.
 
     Build one with :func:`mpiflow.tensor`, :func:`mpiflow.from_numpy` or a creation function;
-    ``Tensor(array)`` wraps an array without copying.
+    ``Tensor(array)`` wraps an array without copying. OneFlow's legacy constructor works too:
+    ``Tensor(list)`` (float32 values), ``Tensor(*sizes)`` or ``Tensor(Size)`` (float32 zeros)
+    and ``Tensor(tensor)`` (a float32 copy), each with optional ``placement=``/``sbp=``
+    (global), ``device=`` and ``dtype=``.
 
     Examples:
         >>> import mpiflow as flow
         >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
         >>> (x * 2).sum().item()
         20.0
+        >>> flow.Tensor(2, 3).shape, flow.Tensor([1, 2]).dtype
+        (mpiflow.Size([2, 3]), mpiflow.float32)
     """
 
     __slots__ = ("__weakref__", "_base", "_data", "_hooks", "_placement", "_post_hooks", "_sbp",
