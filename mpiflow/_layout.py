@@ -136,9 +136,10 @@ def _oneflow_words(shapes: dict[int, tuple[int, ...]], wrong: list[int],
     r = wrong[0]
     for d, (want, got) in enumerate(zip(shapes[first], shapes[r])):
         if want != got and d not in split_dims:
-            return (f"Sizes of tensors must match except in dimension "
-                    f"{', '.join(map(str, split_dims)) or 'none'}. Expected size {want} but got "
-                    f"size {got} for tensor on rank {r}!")
+            where = (" except in dimension " + ", ".join(map(str, split_dims))
+                     if split_dims else "")
+            return (f"Sizes of tensors must match{where}. Expected size {want} but got size "
+                    f"{got} for tensor on rank {r}!")
     return ("Sizes of tensors in dimension " + ", ".join(map(str, split_dims)) + " must be same "
             "or match balanced split distribution")
 

@@ -25,7 +25,8 @@ target = flow.sbp.split(0) if rank == 0 else flow.sbp.broadcast
 try:
     {what}
 except ValueError as e:
-    print(f"rank {{rank}} raised:", str(e).splitlines()[0], flush=True)
+    first = str(e).splitlines()[0]
+    print(f"rank {{rank}} raised: {{first}}", flush=True)  # one write: lines do not interleave
 flow.comm.barrier()
 print(f"rank {{rank}} done", flush=True)
 """
