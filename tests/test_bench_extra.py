@@ -36,7 +36,7 @@ from mpiflow.bench.report import (
     results_json,
 )
 from mpiflow.bench.runner import make_context, measure_interleaved
-from mpiflow.bench.suites import SUITE_RUNNERS, expand_suites, run_suite
+from mpiflow.bench.suites import ALL_RUNNERS, SUITE_RUNNERS, expand_suites, run_suite
 from mpiflow.bench.training import (
     DDP_SIDES,
     GRAD_SIDES,
@@ -329,6 +329,17 @@ def test_measure_interleaved_rotates_and_reduces() -> None:
     assert times.shape == (1, 3, 3) and (times > 0).all()
     assert "".join(calls) == "abc" + "abc" + "aabbcc" + "abc" + "bbccaa" + "abc" + "ccaabb"
     assert _same_everywhere(times.tolist())
+
+
+@pytest.mark.mpi
+def test_to_global_check_suite_in_process() -> None:
+    result = run_suite("to_global_check", TINY)
+    assert [r["checked"] for r in result["rows"]][:2] == ["check_meta=True (default)",
+                                                         "with the MPIFLOW_DEBUG=1 check"]
+    assert len(result["rows"]) == 4 and all(r["ratio"] > 0 for r in result["rows"])
+    assert _same_everywhere(result)
+    text = ALL_RUNNERS["to_global_check"].format(result, False)
+    assert text.startswith("== to_global_check") and "check_meta=False, shape=" in text
 
 
 @pytest.mark.mpi

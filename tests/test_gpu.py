@@ -246,8 +246,9 @@ def test_oneflow_send_and_recv_of_cuda_tensors(cp: Any) -> None:
         flow.comm.send(flow.arange(4.0, device="cuda"), dst=1)
     elif RANK == 1:
         got = flow.comm.recv(0, device="cuda")
-        assert isinstance(got, cp.ndarray)
-        _expect(got, numpy.arange(4.0, dtype=numpy.float32))
+        assert isinstance(got, flow.Tensor) and got.device == "cuda"
+        assert isinstance(got._data, cp.ndarray)
+        _expect(got._data, numpy.arange(4.0, dtype=numpy.float32))
 
 
 

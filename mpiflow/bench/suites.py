@@ -8,7 +8,9 @@ Markdown) and ``to_json`` functions of them. The OSU suite (``osu``: the cases o
 * ``grad_sync`` and ``ddp``: :mod:`.training` (gradient sync, the DDP step);
 * ``checkpoint``: :func:`.checkpoint.run_checkpoint_bench` (parallel save/load);
 * ``watchdog``: :func:`.watchdog.measure_watchdog_overhead` (the collective watchdog's cost on
-  an 8-byte all-reduce; imported only when it runs).
+  an 8-byte all-reduce; imported only when it runs);
+* ``to_global_check``: :mod:`.meta_check` (what the ranks' agreement check of ``to_global``
+  costs, beside skipping it).
 
 Optional suites (:data:`OPTIONAL_SUITES`) need a dependency mpiflow does not: they run only when
 named (not with ``all``), after the others, and their ``check`` says what is missing before
@@ -90,6 +92,18 @@ def _run_watchdog(settings: Settings) -> Any:
                                      warmup=20 * settings.warmup)
 
 
+def _run_meta_check(settings: Settings) -> Any:
+    from .meta_check import run_meta_check
+
+    return run_meta_check(settings)
+
+
+def _format_meta_check(result: Any, markdown: bool) -> str:
+    from .meta_check import format_meta_check
+
+    return format_meta_check(result, markdown)
+
+
 SUITE_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("redistribution", _run_redistribution, format_redistribution,
           lambda rows: [r.to_json() for r in rows]),
@@ -98,6 +112,7 @@ SUITE_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("ddp", _run_ddp, format_ddp, lambda result: result.to_json()),
     Suite("checkpoint", _run_checkpoint, format_checkpoint, dict),
     Suite("watchdog", _run_watchdog, format_watchdog, dict),
+    Suite("to_global_check", _run_meta_check, _format_meta_check, dict),
 )}
 
 

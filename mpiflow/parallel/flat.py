@@ -72,11 +72,12 @@ class FlatGradients:
     """
 
     def __init__(self, params: Sequence[Tensor], bucket_bytes: int,
-                 first_bucket_bytes: int | None = None) -> None:
+                 first_bucket_bytes: int | None = None,
+                 max_members: int | None = None) -> None:
         self.params: list[Tensor] = list(params)
         self.buckets: list[Bucket] = make_buckets(
             [(tuple(p.shape), p._data.dtype) for p in self.params], bucket_bytes,
-            first_bucket_bytes)
+            first_bucket_bytes, max_members)
         self.views: list[Tensor] = [None] * len(self.params)  # type: ignore[list-item]
         self.bucket_of: list[int] = [0] * len(self.params)
         self.known: frozenset[int] = frozenset(id(p) for p in self.params)

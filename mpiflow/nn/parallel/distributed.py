@@ -42,7 +42,8 @@ class _Reducer:
     """The bucketed gradient all-reduce of one module."""
 
     def __init__(self, module: Any, group: ProcessGroup, bucket_bytes: int,
-                 broadcast_buffers: bool, as_view: bool) -> None:
+                 broadcast_buffers: bool, as_view: bool,
+                 bucket_params: int | None = None) -> None:
         self.module = module
         self.group = group
         self.broadcast_buffers = broadcast_buffers
@@ -52,9 +53,11 @@ class _Reducer:
         self.params: list[Tensor] = [p for p in module.parameters()
                                      if p.requires_grad and p.is_local][::-1]
         # PyTorch's small first bucket starts the first all-reduce early; never larger than
-        # the buckets asked for.
-        self.flat = FlatGradients(self.params, bucket_bytes,
-                                  min(_FIRST_BUCKET_BYTES, bucket_bytes))
+        # the buckets asked for. OneFlow's bucket_size counts parameters instead.
+        self.flat = FlatGradients(
+            self.params, bucket_bytes,
+            min(_FIRST_BUCKET_BYTES, bucket_bytes) if bucket_params is None else None,
+            bucket_params)
         self.buckets = self.flat.buckets
         self.where: dict[int, tuple[int, int]] = {}
         for b, bucket in enumerate(self.buckets):
@@ -196,16 +199,19 @@ class _Reducer:
 def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
                             bucket_size_mb: float = 25, process_group: ProcessGroup | None = None,
                             broadcast_parameters: bool = True,
-                            gradient_as_bucket_view: bool = True) -> Any:
+                            gradient_as_bucket_view: bool = True, bucket_size: int | None = None,
+                            use_bucket: bool = True) -> Any:
     """Make ``module`` data parallel over the ranks of ``process_group`` and return it.
 
     Args:
         module: an mpiflow ``nn.Module`` with local parameters.
-        broadcast_buffers: copy rank 0's buffers to every rank before each forward.
+        broadcast_buffers: copy rank 0's buffers to every rank before each forward (and now,
+            with ``broadcast_parameters``); False leaves each rank its own buffers.
         bucket_size_mb: gradient bucket size; each full bucket starts its all-reduce during
             backward.
         process_group: the group (default: the world).
-        broadcast_parameters: copy rank 0's parameters and buffers to every rank now.
+        broadcast_parameters: copy rank 0's parameters to every rank now (and its buffers,
+            with ``broadcast_buffers``).
         gradient_as_bucket_view: make every parameter's ``.grad`` a view of its slice of the
             bucket's flat buffer (PyTorch's flag of that name; here on by default), so that
             backward accumulates into the bucket and the bucket is all-reduced where it lies,
@@ -216,6 +222,10 @@ def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
             step, overwritten by each backward: keep a ``clone()`` of a gradient you want to
             keep. False: gradients are separate arrays, copied into the buckets during backward
             and back after the all-reduce.
+        bucket_size: OneFlow's bucket size, in parameters: at most this many per bucket
+            (instead of ``bucket_size_mb``).
+        use_bucket: False all-reduces each parameter's gradient on its own (OneFlow's
+            ``use_bucket=False``; the same as ``bucket_size=1``).
 
     Returns:
         ``module`` itself, with ``module.no_sync()`` added.
@@ -237,10 +247,17 @@ def DistributedDataParallel(module: Any, *, broadcast_buffers: bool = True,
     if any(p.is_global for p in module.parameters()):
         raise ValueError("DistributedDataParallel needs local parameters; a module of global "
                          "tensors is already distributed (see to_global)")
+    if bucket_size is not None and (isinstance(bucket_size, bool) or not
+                                    isinstance(bucket_size, int) or bucket_size < 1):
+        raise ValueError(f"bucket_size counts parameters: a positive int, got {bucket_size!r}")
     if broadcast_parameters:
-        sync_initial_weights(module, src=group.ranks[0], group=group)
-    reducer = _Reducer(module, group, int(bucket_size_mb * (1 << 20)), broadcast_buffers,
-                       bool(gradient_as_bucket_view))
+        # Buffers only where they are synchronized anyway (OneFlow broadcasts parameters only).
+        weights = module if broadcast_buffers else list(module.parameters())
+        sync_initial_weights(weights, src=group.ranks[0], group=group)
+    per_bucket = 1 if not use_bucket else bucket_size
+    bucket_bytes = int(bucket_size_mb * (1 << 20)) if per_bucket is None else 1 << 62
+    reducer = _Reducer(module, group, bucket_bytes, broadcast_buffers,
+                       bool(gradient_as_bucket_view), per_bucket)
     object.__setattr__(module, "_ddp_reducer", reducer)
     if reducer.as_view:
         object.__setattr__(module, "_flat_gradients", reducer.flat)
