@@ -26,6 +26,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..creation import arange
+from ..ops.linear import linear as _linear
 from ..ops.pointwise import (
     abs,
     assign_,
@@ -44,7 +45,7 @@ from ..ops.pointwise import relu as _relu
 from ..ops.reduction import amax, mean, sum
 from ..ops.reduction import log_softmax as _log_softmax
 from ..ops.reduction import softmax as _softmax
-from ..ops.shape import flatten, reshape, squeeze, t, unsqueeze
+from ..ops.shape import flatten, reshape, squeeze, unsqueeze
 from ..random import rand
 from ..sbp import Broadcast, Partial
 from ._lookup import lookup
@@ -102,8 +103,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         >>> F.linear(flow.ones(2, 3), flow.ones(4, 3)).shape
         mpiflow.Size([2, 4])
     """
-    out = input @ t(weight)
-    return out if bias is None else out + bias
+    return _linear(input, weight, bias)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
