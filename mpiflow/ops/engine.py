@@ -300,7 +300,8 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
     rank = topology.rank
     if chosen is None:
         shapes = [tuple(v._shape) if isinstance(v, Tensor) else () for v in operands]
-        sbps = [v._sbp if isinstance(v, Tensor) else (B,) * placement.ndim for v in operands]
+        sbps: list[tuple[SbpParallel, ...]] = [
+            v.sbp if isinstance(v, Tensor) else (B,) * placement.ndim for v in operands]
         itemsizes = [v._data.dtype.itemsize if isinstance(v, Tensor) else 0 for v in operands]
         want_in, out_sbp = _choose(op, shapes, sbps, itemsizes, placement, attrs)
         shard_shape = (local_shape(out_shape, placement, out_sbp, rank) if rank in placement

@@ -112,7 +112,7 @@ def _pieces(arrays: list[Any]) -> list[list[Any]] | None:
     first = arrays[0]
     if not isinstance(first, numpy.ndarray) or first.nbytes < 2 * CHUNK_BYTES:
         return None
-    flat = []
+    flat: list[Any] = []
     for a in arrays:
         if a is None:
             flat.append(None)
@@ -147,7 +147,7 @@ def sgd_update(p: Any, g: Any, buf: Any, *, lr: float, momentum: float, dampenin
     Returns:
         The momentum buffer to keep (None without momentum).
     """
-    options = {"lr": lr, "momentum": momentum, "dampening": dampening,
+    options: dict[str, Any] = {"lr": lr, "momentum": momentum, "dampening": dampening,
                "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
     first = momentum != 0 and buf is None
     if first:
@@ -185,7 +185,7 @@ def adam_update(p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: A
         scratch: an array like ``p`` to use as the one temporary (else one is allocated,
             of one piece's size where the arrays are cut into pieces).
     """
-    options = {"step": step, "lr": lr, "beta1": beta1, "beta2": beta2, "eps": eps,
+    options: dict[str, Any] = {"step": step, "lr": lr, "beta1": beta1, "beta2": beta2, "eps": eps,
                "weight_decay": weight_decay, "decoupled": decoupled, "maximize": maximize}
     pieces = _pieces([p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, scratch])
     if pieces is None:
