@@ -155,6 +155,43 @@ def test_matmul_computes_only_needed_gradients() -> None:
     assert_allclose(a.grad.numpy(), numpy.ones((3, 2)) @ b.numpy().T)
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_cross_entropy_op_matches_the_composite(dtype: type, reduction: str,
+                                                ignore_index: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpiflow.nn import _cross_entropy
+
+    r = rng(7)
+    x0 = (r.standard_normal((16, 10)) * 3).astype(dtype)
+    t0 = r.integers(0, 10, 16)
+    t0[3] = 2
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(_cross_entropy, "fits", lambda *a: False)
+        x = flow.tensor(x0, requires_grad=True)
+        loss = F.cross_entropy(x, flow.tensor(t0), reduction=reduction,
+                               ignore_index=ignore_index)
+        assert (loss.grad_fn.name == "CrossEntropyBackward") == fused
+        loss.backward()
+        results.append((loss.numpy(), x.grad.numpy()))
+    assert_array_equal(results[0][0], results[1][0])
+    assert_array_equal(results[0][1], results[1][1])
+
+
+def test_cross_entropy_op_edge_cases() -> None:
+    x = flow.zeros(2, 3, requires_grad=True)
+    every_target_ignored = F.cross_entropy(x, flow.tensor([-100, -100]))
+    assert numpy.isnan(every_target_ignored.item())
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, flow.tensor([0, 3]))
+    half = F.cross_entropy(flow.zeros(2, 3, dtype=flow.float16), flow.tensor([0, 1]))
+    assert half.grad_fn is None and half.dtype == flow.float16  # the composite
+    assert F.cross_entropy(x, flow.tensor([0, 1]), reduction="none").shape == (2,)
+
+
 # -- optimizers ---------------------------------------------------------------------------------
 SGD_CASES = [
     {},

@@ -48,6 +48,7 @@ from ..ops.reduction import softmax as _softmax
 from ..ops.shape import flatten, reshape, squeeze, unsqueeze
 from ..random import rand
 from ..sbp import Broadcast, Partial
+from . import _cross_entropy as _ce
 from ._lookup import lookup
 
 __all__ = [
@@ -378,6 +379,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _ce.fits(input, target, weight, reduction, label_smoothing):
+        _check_targets(input, target, ignore_index)
+        return _ce.cross_entropy_indices(input, target, ignore_index, reduction)
     batched_input, batched_target, unbatched = _batched(input, target)
     num_classes = batched_input.shape[1]
     logp = _log_softmax(batched_input, 1)
