@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy
+
 from .._tensor import Tensor
+from ..core.array_module import array_module
 from .engine import Context, OpDef, Signature, apply
-from .linalg import matmul
-from .reduction import sum as reduce_sum
-from .shape import reshape, t, transpose
+from .shape import t
 
 __all__ = ["LINEAR", "linear"]
 
@@ -48,18 +49,25 @@ def _linear_kernel(ctx: Context, x: Any, w: Any, *bias: Any) -> Any:
 
 def _linear_grad(g: Tensor, operands: Any, out: Tensor, *,
                  needs: tuple[bool, ...] = (True, True, True)) -> tuple[Tensor | None, ...]:
-    x, w = operands[0], operands[1]
-    gx = matmul(g, w) if needs[0] else None
+    """The needed gradients, on the arrays (the op is local-only): the same BLAS calls and
+    sum the matmul and sum ops would make, without an engine call each."""
+    gd, x, w = g._data, operands[0]._data, operands[1]._data
+    xp = array_module(gd)
+    gx = Tensor(xp.matmul(gd, w)) if needs[0] else None
     gw = None
     if needs[1]:
-        g2 = g if g.ndim == 2 else reshape(g, (-1, g.shape[-1]))
-        x2 = x if x.ndim == 2 else reshape(x, (-1, x.shape[-1]))
-        gw = matmul(transpose(g2, 0, 1), x2)
+        g2 = gd if gd.ndim == 2 else gd.reshape(-1, gd.shape[-1])
+        x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+        gw = Tensor(xp.matmul(g2.T, x2))
     if len(operands) == 2:
         return gx, gw
     # A plain sum, not sum_to's keepdim sum and reshape: the result is an array of its own,
     # which autograd can make .grad without a copy (same values).
-    gb = reduce_sum(g, dim=tuple(range(g.ndim - 1))) if needs[2] else None
+    gb = None
+    if needs[2]:
+        acc = numpy.float32 if gd.dtype == numpy.float16 else gd.dtype  # as the sum op
+        summed = xp.sum(gd, axis=tuple(range(gd.ndim - 1)), dtype=acc)
+        gb = Tensor(xp.asarray(summed).astype(gd.dtype, copy=False))
     return gx, gw, gb
 
 
