@@ -105,7 +105,7 @@ def build_step(lib: str, model: str, optimizer: str, foreach: bool = False
         from ..nn import functional as F
 
         cls = optim.SGD if optimizer == "sgd" else optim.Adam
-        flat = {"foreach": True} if foreach else {}
+        flat: dict[str, Any] = {"foreach": True} if foreach else {}
         opt = cls(net.parameters(), lr=1e-3, **flat)
         inputs, target, loss_fn = tensor(x), tensor(y), F.cross_entropy
     elif lib == "torch":
