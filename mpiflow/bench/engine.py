@@ -299,7 +299,6 @@ def format_engine(result: EngineResult, markdown: bool = False) -> str:
     lines += _table(["op (64x64 f32)", "numpy us", "local us", "global S0 us",
                      "local-numpy us", "global-local us",
                      f"goal (<={LOCAL_GOAL_US:g}, <={GLOBAL_GOAL_US:g})"], rows, markdown)
-    lines.append("")
     rows = []
     for s in result.steps:
         t = s.timings
@@ -309,8 +308,10 @@ def format_engine(result: EngineResult, markdown: bool = False) -> str:
                      f"{t.time('foreach') * 1e3:.3f}", torch_ms, _fmt_ratio(ratio),
                      _fmt_ratio(s.ratio("foreach")),
                      f"<={s.goal:g}x " + _mark(None if ratio is None else ratio <= s.goal)])
-    lines += _table(["model", "optim", "params", "mpiflow ms", "foreach ms", "torch ms",
-                     "mpiflow/torch", "foreach/torch", "goal"], rows, markdown)
+    if rows:
+        lines.append("")
+        lines += _table(["model", "optim", "params", "mpiflow ms", "foreach ms", "torch ms",
+                         "mpiflow/torch", "foreach/torch", "goal"], rows, markdown)
     if result.memory:
         lines.append("")
         rows = []
