@@ -137,6 +137,22 @@ def test_linear_matches_the_composite(shape: tuple[int, ...], bias: bool) -> Non
     assert fused_r[2].flags.c_contiguous
 
 
+@pytest.mark.parametrize("shape", [(32, 512, 1024), (64, 300, 257), (1, 1024, 64),
+                                   (65, 512, 1024)])
+def test_linear_swapped_product_matches(shape: tuple[int, int, int]) -> None:
+    rows, k, n = shape
+    r = rng(11)
+    x = flow.tensor(r.standard_normal((rows, k), dtype=numpy.float32))
+    w = flow.tensor(r.standard_normal((n, k), dtype=numpy.float32))
+    b = flow.tensor(r.standard_normal(n, dtype=numpy.float32))
+    out = F.linear(x, w, b).numpy()
+    assert out.flags.c_contiguous
+    want = x.numpy() @ w.numpy().T + b.numpy()
+    assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+    if "openblas" in str(numpy.show_config(mode="dicts")).lower():
+        assert_array_equal(out, want)  # the same sums in the same order
+
+
 def test_linear_falls_back_where_it_does_not_apply() -> None:
     x = flow.ones(2, 3, dtype=flow.float64)
     w = flow.ones(4, 3)
