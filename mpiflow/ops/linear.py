@@ -47,7 +47,8 @@ multiplied as ``(w @ x.T).T``: numpy's OpenBLAS runs a product with few rows abo
 faster with the operands swapped (measured: 32 x 512 by 512 x 1024, 0.45 -> 0.30 ms, the
 result's C-ordered copy included; with many rows the swap is slower). The operands are used
 as they lie; only the small output is copied into C order. The sums run in the same order,
-so the bits are those of ``x @ w.T`` (checked on OpenBLAS for hundreds of shapes)."""
+so the bits are those of ``x @ w.T``: both are the same transposed-second-operand BLAS call
+with the operands exchanged (checked on OpenBLAS for hundreds of shapes)."""
 
 
 def _linear_kernel(ctx: Context, x: Any, w: Any, *bias: Any) -> Any:
