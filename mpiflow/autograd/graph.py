@@ -187,6 +187,7 @@ def _sweep(root: Node, gradient: Tensor, retain_graph: bool) -> None:
                 attrs = {**attrs, "needs": tuple(isinstance(o, Tensor) and o.requires_grad
                                                  for o in node.operands)}
             in_grads = list(node.rule(grad, operands, node.output, **attrs))
+            in_grads += [None] * (len(node.operands) - len(in_grads))  # as zip() allowed
             # Drop this frame's references as the gradients are handed on, so that _owned
             # sees a gradient only its new holder refers to.
             grad = operands = None  # type: ignore[assignment]

