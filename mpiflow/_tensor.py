@@ -79,7 +79,13 @@ class Tensor:
         self._data = data
         self._placement = placement
         self._sbp = sbp
-        self._shape = Size(data.shape if shape is None else shape)
+        # Array shapes are tuples of ints already: skip Size's per-dim conversion for them.
+        if shape is None:
+            self._shape = tuple.__new__(Size, data.shape)
+        elif type(shape) is Size:
+            self._shape = shape
+        else:
+            self._shape = Size(shape)
         # The version counter, shared with views and detached aliases of the same memory, so
         # that autograd notices an in-place change made through any of them.
         self._vc = [0]

@@ -18,6 +18,9 @@ anything runs:
 
 * ``torch``: :mod:`.torch_suite` (the ``"mpiflow"`` torch.distributed backend beside raw mpi4py
   and gloo; needs PyTorch).
+* ``engine``: :mod:`.engine` (one op's overhead beside numpy, MLP training steps and their
+  memory beside PyTorch on one thread; single-process figures, so named rather than part of
+  ``all``; without PyTorch its torch columns are left out).
 """
 
 from __future__ import annotations
@@ -134,8 +137,21 @@ def _check_torch(settings: Settings) -> str | None:
     return torch_problem(settings)
 
 
+def _run_engine(settings: Settings) -> Any:
+    from .engine import run_engine
+
+    return run_engine(settings)
+
+
+def _format_engine(result: Any, markdown: bool) -> str:
+    from .engine import format_engine
+
+    return format_engine(result, markdown)
+
+
 OPTIONAL_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("torch", _run_torch, _format_torch, lambda result: result.to_json(), _check_torch),
+    Suite("engine", _run_engine, _format_engine, lambda result: result.to_json()),
 )}
 OPTIONAL_SUITES = tuple(OPTIONAL_RUNNERS)
 """The suites that need an optional dependency: run when named, not with ``all``, last."""
