@@ -21,6 +21,8 @@ from .communication import watchdog as _watchdog  # noqa: E402
 _watchdog.start()  # collective: every rank imports mpiflow at the same point
 
 from . import autograd, comm, distributed, env, nn, ops, optim, sbp, utils  # noqa: E402
+from ._device import device  # noqa: E402
+from ._structures import to_global, to_local  # noqa: E402
 from ._tensor import Size, Tensor  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
@@ -66,9 +68,9 @@ __all__ = [
     "CollectiveMismatchError", "DType", "ReduceOp", "Size", "Tensor", "__version__", "autograd",
     "bool", "comm",
     "complex64", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
-    "complex128", "distributed", "double", "dtype", "env", "float", "float16", "float32",
+    "complex128", "device", "distributed", "double", "dtype", "env", "float", "float16", "float32",
     "float64", "half", "int", "int8", "int16", "int32", "int64", "load", "long", "nn", "ops",
-    "optim", "placement", "save", "utils",
+    "optim", "placement", "save", "to_global", "to_local", "utils",
     "sbp", "uint8", "uint16", "uint32", "uint64",
     *_creation_all, *_ops_all, *_random_all,
 ]

@@ -150,7 +150,10 @@ def record(name: str, rule: Rule | None, operands: Sequence[Any], attrs: dict[st
     """
     if not _mode.enabled:
         return output
-    if not any(isinstance(o, Tensor) and o.requires_grad for o in operands):
+    for o in operands:
+        if isinstance(o, Tensor) and o.requires_grad:
+            break
+    else:
         return output
     if output._data.dtype.kind not in "fc":
         return output  # integer and bool results carry no gradient

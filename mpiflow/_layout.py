@@ -14,20 +14,26 @@ from typing import Any
 import numpy
 
 from ._graph import record
+from ._meta import agree, describe_sbp, dtype_code
 from ._runtime import topology
 from ._tensor import Tensor, bind, to_host
 from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape
+from .communication import debug_mode
 from .communication.objects import all_gather_object
 from .core.array_module import array_module
 from .creation import zeros_like
 from .placement import Placement
 from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
 
-__all__ = ["gather_value", "infer_global_shape", "to_global", "to_local", "to_numpy"]
+__all__ = ["check_meta_consistency", "gather_value", "infer_global_shape", "to_global",
+           "to_local", "to_numpy"]
 
 _B = Broadcast()
+# MPIFLOW_DEBUG=1: every to_global call checks that the ranks agree, whatever check_meta says.
+_DEBUG = debug_mode.enabled()
+_KNOWN_DTYPES = {dtype_code(d): numpy.dtype(d) for d in "?bhilqBHILQefdgFDG"}
 
 
 def to_local(t: Tensor) -> Tensor:
@@ -81,7 +87,9 @@ def infer_global_shape(placement: Placement, sbp: tuple[SbpParallel, ...],
     Args:
         placement: the placement.
         sbp: the layout.
-        shapes: local shapes of the source ranks (see ``_source_ranks``), by world rank.
+        shapes: local shapes by world rank: of the source ranks (see ``_source_ranks``), which
+            determine the logical shape, and of any other rank of the placement, which must
+            then hold its shard of it (a broadcast axis: the same shape as its source).
 
     Raises:
         ValueError: the shapes do not fit the layout, naming the offending ranks.
@@ -108,42 +116,77 @@ def infer_global_shape(placement: Placement, sbp: tuple[SbpParallel, ...],
                 extent += shapes[r][d]
         logical.append(extent if axes else first[d])
     logical_shape = tuple(logical)
-    wrong = [r for r in sources if shapes[r] != local_shape(logical_shape, placement, sbp, r)]
+    wrong = [r for r in shapes if shapes[r] != local_shape(logical_shape, placement, sbp, r)]
     if wrong:
         detail = ", ".join(f"rank {r}: {shapes[r]} (expected "
                            f"{local_shape(logical_shape, placement, sbp, r)})" for r in wrong)
-        raise ValueError(f"to_global: the local shapes do not form a {_describe(sbp)} layout of "
-                         f"a tensor of shape {logical_shape} by the balanced rule (the first n % k "
-                         f"ranks hold one more row); offending {detail}")
+        raise ValueError(f"to_global: the local shapes do not form a {describe_sbp(sbp)} layout "
+                         f"of a tensor of shape {logical_shape} by the balanced rule (the first "
+                         f"n % k ranks hold one more row). {_oneflow_words(shapes, wrong, sbp)}"
+                         f"; offending {detail}")
     return logical_shape
 
 
-def _describe(sbp: Sequence[SbpParallel]) -> str:
-    return "(" + ", ".join(str(s) for s in sbp) + ")"
+def _oneflow_words(shapes: dict[int, tuple[int, ...]], wrong: list[int],
+                   sbp: Sequence[SbpParallel]) -> str:
+    """OneFlow's words for the first offending rank, so that its programs' checks still match:
+    a split dimension, or another one."""
+    split_dims = sorted({s.dim for s in sbp if isinstance(s, Split)})
+    first = min(shapes)
+    r = wrong[0]
+    for d, (want, got) in enumerate(zip(shapes[first], shapes[r])):
+        if want != got and d not in split_dims:
+            where = (" except in dimension " + ", ".join(map(str, split_dims))
+                     if split_dims else "")
+            return (f"Sizes of tensors must match{where}. Expected size {want} but got size "
+                    f"{got} for tensor on rank {r}!")
+    return ("Sizes of tensors in dimension " + ", ".join(map(str, split_dims)) + " must be same "
+            "or match balanced split distribution")
+
+
+def _agreed_meta(data: Any, placement: Placement, sbp: tuple[SbpParallel, ...]
+                 ) -> tuple[tuple[int, ...], numpy.dtype]:
+    """The logical shape and dtype that the ranks' local tensors form, checked on every rank:
+    one all-gather of a small row (see :mod:`mpiflow._meta`).
+
+    Raises:
+        ValueError: on every rank, when ranks passed different placements or sbp, or the
+            local dtypes or shapes of the placement's ranks do not fit the layout.
+    """
+    shapes, codes = agree("to_global", placement, sbp, data.dtype, tuple(data.shape))
+    members = list(placement.rank_list)
+    dtype = _KNOWN_DTYPES.get(int(codes[members[0]]))
+    if dtype is None or any(s is None for s in shapes) or \
+            any(codes[r] != codes[members[0]] for r in members):
+        # rare: an exotic dtype, a shape of many dims, or an error to describe
+        metas: list[Any] = [None] * topology.size
+        all_gather_object(metas, (tuple(data.shape), data.dtype.str))
+        dtypes = {metas[r][1] for r in members}
+        if len(dtypes) > 1:
+            raise ValueError("to_global: local tensors differ in dtype: "
+                             + ", ".join(f"rank {r}: {numpy.dtype(metas[r][1])}"
+                                         for r in members))
+        shapes = [m[0] for m in metas]
+        dtype = numpy.dtype(dtypes.pop())
+    shape = infer_global_shape(placement, sbp, {r: tuple(shapes[r] or ()) for r in members})
+    return shape, dtype
 
 
 def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ...],
                      check_meta: bool, known_shape: tuple[int, ...] | None = None) -> Tensor:
     rank = topology.rank
     data = t._data
+    check_meta = check_meta or _DEBUG
     if known_shape is not None and not check_meta:
         shape = known_shape
         expected = local_shape(shape, placement, sbp, rank) if rank in placement else None
         if expected is not None and _source_ranks(placement, sbp).count(rank) and \
                 tuple(data.shape) != expected:
             raise ValueError(f"to_global: rank {rank} holds shape {tuple(data.shape)} but its "
-                             f"shard of {shape} under {_describe(sbp)} is {expected}")
+                             f"shard of {shape} under {describe_sbp(sbp)} is {expected}")
         dtype = data.dtype
     elif check_meta:
-        metas: list[Any] = [None] * topology.size
-        all_gather_object(metas, (tuple(data.shape), data.dtype.str))
-        sources = _source_ranks(placement, sbp)
-        dtypes = {metas[r][1] for r in sources}
-        if len(dtypes) > 1:
-            raise ValueError("to_global: local tensors differ in dtype: "
-                             + ", ".join(f"rank {r}: {numpy.dtype(metas[r][1])}" for r in sources))
-        shape = infer_global_shape(placement, sbp, {r: metas[r][0] for r in sources})
-        dtype = numpy.dtype(dtypes.pop())
+        shape, dtype = _agreed_meta(data, placement, sbp)
         if known_shape is not None and tuple(known_shape) != shape:
             raise ValueError(f"to_global: the local shards form shape {shape}, not the "
                              f"given shape {tuple(known_shape)}")
@@ -215,6 +258,10 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
         target_sbp = t.sbp
     else:
         target_sbp = normalize_sbp(sbp, target_placement.ndim)
+    if _DEBUG:  # the ranks must agree on the source and the target (one small all-gather)
+        agree("to_global", target_placement, target_sbp, t.dtype.numpy, tuple(t.shape),
+              target=f"placement={t.placement!r}, sbp={describe_sbp(t.sbp)}, "
+                     f"shape={tuple(t.shape)}, dtype={t.dtype}")
     if target_placement == t.placement and target_sbp == t.sbp:
         return t
     out = redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp),
@@ -250,8 +297,28 @@ def _local_grad(g: Tensor, operands: Any, out: Tensor, *, placement: Placement,
     return (Tensor(g._data),)
 
 
+def check_meta_consistency(t: Tensor) -> None:
+    """Check that every rank sees the same placement, sbp, shape and dtype of the global ``t``
+    (collective over the world: one small all-gather), raising on every rank if not.
+
+    Examples:
+        >>> x = flow.zeros(4, placement=flow.placement.all("cpu"), sbp=flow.sbp.split(0))
+        >>> x.check_meta_consistency()
+    """
+    if t._placement is None:
+        raise RuntimeError("check_meta_consistency needs a global tensor")
+    shapes, codes = agree("check_meta_consistency", t.placement, t.sbp, t.dtype.numpy,
+                          tuple(t.shape))
+    if any(s != shapes[0] for s in shapes) or (codes != codes[0]).any():
+        every: list[Any] = [None] * topology.size
+        all_gather_object(every, (tuple(t.shape), str(t.dtype)))
+        raise ValueError("check_meta_consistency: the ranks see different shapes or dtypes: "
+                         + ", ".join(f"rank {r}: {m}" for r, m in enumerate(every)))
+
+
 def is_partial(sbp: Sequence[SbpParallel]) -> bool:
     return any(isinstance(s, Partial) for s in sbp)
 
 
-bind({"numpy": to_numpy, "to_global": to_global, "to_local": to_local})
+bind({"numpy": to_numpy, "to_global": to_global, "to_local": to_local,
+      "check_meta_consistency": check_meta_consistency})

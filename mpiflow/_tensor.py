@@ -9,6 +9,7 @@ them, and ranks outside the placement hold empty shards.
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +17,11 @@ import numpy
 from numpy import ndarray as _ndarray
 
 from . import dtypes as _dtypes
+from ._runtime import topology
+from .boxing.shards import shard_slices
 from .core.array_module import array_module
 from .placement import Placement
-from .sbp import SbpParallel
+from .sbp import Partial, SbpParallel, normalize_sbp
 
 __all__ = ["Size", "Tensor", "bind", "bound_methods", "to_host"]
 
@@ -46,13 +49,18 @@ class Tensor:
     """A local or global tensor.
 
     Build one with :func:`mpiflow.tensor`, :func:`mpiflow.from_numpy` or a creation function;
-    ``Tensor(array)`` wraps an array without copying.
+    ``Tensor(array)`` wraps an array without copying. OneFlow's legacy constructor works too:
+    ``Tensor(list)`` (float32 values), ``Tensor(*sizes)`` or ``Tensor(Size)`` (float32 zeros)
+    and ``Tensor(tensor)`` (a float32 copy), each with optional ``placement=``/``sbp=``
+    (global), ``device=`` and ``dtype=``.
 
     Examples:
         >>> import mpiflow as flow
         >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
         >>> (x * 2).sum().item()
         20.0
+        >>> flow.Tensor(2, 3).shape, flow.Tensor([1, 2]).dtype
+        (mpiflow.Size([2, 3]), mpiflow.float32)
     """
 
     __slots__ = ("__weakref__", "_base", "_data", "_hooks", "_placement", "_post_hooks", "_sbp",
@@ -61,11 +69,23 @@ class Tensor:
 
     def __init__(self, data: Any, placement: Placement | None = None,
                  sbp: tuple[SbpParallel, ...] | None = None,
-                 shape: Sequence[int] | None = None, requires_grad: bool = False) -> None:
+                 shape: Sequence[int] | None = None, /, *sizes: builtins.int,
+                 requires_grad: bool = False, **legacy: Any) -> None:
+        # mpiflow's own form takes its arguments by position; OneFlow's legacy constructor
+        # (flow.Tensor([1, 2]), flow.Tensor(2, 3, placement=p, sbp=B)) by its shape.
+        if legacy or data.__class__ in _LEGACY:
+            data, placement, sbp, shape = _legacy_data(data, (placement, sbp, shape, *sizes),
+                                                       legacy)
         self._data = data
         self._placement = placement
         self._sbp = sbp
-        self._shape = Size(data.shape if shape is None else shape)
+        # Array shapes are tuples of ints already: skip Size's per-dim conversion for them.
+        if shape is None:
+            self._shape = tuple.__new__(Size, data.shape)
+        elif type(shape) is Size:
+            self._shape = shape
+        else:
+            self._shape = Size(shape)
         # The version counter, shared with views and detached aliases of the same memory, so
         # that autograd notices an in-place change made through any of them.
         self._vc = [0]
@@ -152,8 +172,20 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """This tensor's value without its autograd history (shares memory)."""
+        """This tensor's value without its autograd history (shares memory).
+
+        Assigning another tensor (``x.data = y``) makes this same object hold ``y``'s data,
+        shape and layout (local or global), outside autograd.
+        """
         return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data, self._placement, self._sbp = value._data, value._placement, value._sbp
+        self._shape = value._shape
+        self._version += 1
 
     @property
     def is_leaf(self) -> bool:
@@ -176,6 +208,37 @@ class Tensor:
         if self._hooks is None:
             self._hooks = []
         return _Handle(self._hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward (leaves always
+        keep theirs). Gradients of several backward passes add up, as for leaves.
+
+        Examples:
+            >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
+            >>> y = x * 3
+            >>> y.retain_grad()
+            >>> y.sum().backward()
+            >>> y.grad
+            tensor([1., 1.])
+        """
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self.retains_grad:
+            return
+        ref = weakref.ref(self)  # the hook lives in self._hooks: no cycle through it
+
+        def keep(grad: Tensor) -> None:
+            t = ref()
+            if t is not None:
+                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+
+        keep.retains_grad = True  # type: ignore[attr-defined]
+        self.register_hook(keep)
+
+    @property
+    def retains_grad(self) -> builtins.bool:
+        """Whether :meth:`retain_grad` was called on this non-leaf tensor."""
+        return any(getattr(h, "retains_grad", False) for h in self._hooks or ())
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
         """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's
@@ -250,6 +313,10 @@ class Tensor:
     if TYPE_CHECKING:
         # -- methods bound by other modules: generated by python -m mpiflow._declare, do not edit --
         # mpiflow._layout
+        def check_meta_consistency(self) -> None:
+            """Check that every rank sees the same placement, sbp, shape and dtype of the global
+            ``t`` (collective over the world: one small all-gather), raising on every rank if
+            not."""
         def numpy(self) -> _ndarray:
             """The whole value as a numpy array (the method ``Tensor.numpy``)."""
         def to_global(self, placement: Placement | None = None, sbp: Any = None, *,
@@ -263,6 +330,23 @@ class Tensor:
         def backward(self, gradient: Tensor | None = None,
                      retain_graph: builtins.bool = False) -> None:
             """Compute the gradients of ``tensor`` with respect to every leaf that requires grad."""
+        # mpiflow.creation
+        def new_empty(self, *size: Any, dtype: Any = None,
+                      requires_grad: builtins.bool = False) -> Tensor:
+            """An unset tensor of shape ``size`` with ``t``'s dtype, device and layout
+            (``t.new_empty(size)``)."""
+        def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None,
+                     requires_grad: builtins.bool = False) -> Tensor:
+            """``fill_value`` everywhere, shape ``size``, ``t``'s dtype, device and layout
+            (``t.new_full(size, fill_value)``)."""
+        def new_ones(self, *size: Any, dtype: Any = None,
+                     requires_grad: builtins.bool = False) -> Tensor:
+            """Ones of shape ``size`` with ``t``'s dtype, device and layout
+            (``t.new_ones(size)``)."""
+        def new_zeros(self, *size: Any, dtype: Any = None,
+                      requires_grad: builtins.bool = False) -> Tensor:
+            """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
+            ``t.new_zeros(size)``)."""
         # mpiflow.ops.indexing
         def __getitem__(self, index: Any) -> Tensor:
             """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
@@ -324,16 +408,16 @@ class Tensor:
             """``div(other, self)``: the reflected operator."""
         def __rxor__(self, other: Any) -> Tensor:
             """``bitwise_xor(other, self)``: the reflected operator."""
-        def add_(self, other: Any) -> Tensor:
-            """``self = add(self, other)`` in place; returns self."""
+        def add_(self, other: Any, **kwargs: Any) -> Tensor:
+            """``self = add(self, other, alpha=...)`` in place; returns self."""
         def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
             """Clamp in place to ``[min, max]``; returns self."""
         def div_(self, other: Any) -> Tensor:
             """``self = div(self, other)`` in place; returns self."""
         def mul_(self, other: Any) -> Tensor:
             """``self = mul(self, other)`` in place; returns self."""
-        def sub_(self, other: Any) -> Tensor:
-            """``self = sub(self, other)`` in place; returns self."""
+        def sub_(self, other: Any, **kwargs: Any) -> Tensor:
+            """``self = sub(self, other, alpha=...)`` in place; returns self."""
         # mpiflow.ops.pointwise
         def __abs__(self) -> Tensor:
             """Elementwise ``abs``."""
@@ -377,8 +461,8 @@ class Tensor:
             broadcasting."""
         def abs(self) -> Tensor:
             """Elementwise ``abs``."""
-        def add(self, other: Any) -> Tensor:
-            """Elementwise ``add`` of two tensors (or a tensor and a number), broadcasting."""
+        def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
+            """``input + alpha * other``, elementwise, broadcasting (tensors or numbers)."""
         def atan2(self, other: Any) -> Tensor:
             """Elementwise ``atan2`` of two tensors (or a tensor and a number), broadcasting."""
         def bitwise_and(self, other: Any) -> Tensor:
@@ -497,10 +581,10 @@ class Tensor:
             """Elementwise ``sqrt``."""
         def square(self) -> Tensor:
             """Elementwise ``square``."""
-        def sub(self, other: Any) -> Tensor:
-            """Elementwise ``sub`` of two tensors (or a tensor and a number), broadcasting."""
-        def subtract(self, other: Any) -> Tensor:
-            """Elementwise ``sub`` of two tensors (or a tensor and a number), broadcasting."""
+        def sub(self, other: Any, *, alpha: Any = 1) -> Tensor:
+            """``input - alpha * other``, elementwise, broadcasting (tensors or numbers)."""
+        def subtract(self, other: Any, *, alpha: Any = 1) -> Tensor:
+            """``input - alpha * other``, elementwise, broadcasting (tensors or numbers)."""
         def tanh(self) -> Tensor:
             """Elementwise ``tanh``."""
         def to(self, *args: Any, **kwargs: Any) -> Tensor:
@@ -640,6 +724,64 @@ class Tensor:
 
     def __repr__(self) -> str:
         return _format(self)
+
+
+_LEGACY = frozenset({list, tuple, builtins.int, Size})
+_LEGACY_KEYWORDS = frozenset({"placement", "sbp", "device", "dtype"})
+
+
+def _legacy_data(data: Any, more: tuple[Any, ...], keywords: dict[str, Any]
+                 ) -> tuple[Any, Placement | None, tuple[SbpParallel, ...] | None, Any]:
+    """What OneFlow's legacy constructor makes: ``Tensor(list)`` (float32 values),
+    ``Tensor(d0, d1, ...)`` or ``Tensor(Size)`` (float32 zeros of that shape), ``Tensor(tensor)``
+    (a float32 copy), each local, or global with ``placement=`` and ``sbp=``; ``device=`` and
+    ``dtype=`` as in :func:`mpiflow.tensor`.
+
+    Returns:
+        The fields of the new tensor: its array, placement, sbp and logical shape.
+    """
+    unknown = set(keywords) - _LEGACY_KEYWORDS
+    if unknown:
+        raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(unknown)}")
+    extra = [m for m in more if m is not None]
+    placement, sbp = keywords.get("placement"), keywords.get("sbp")
+    dtype = numpy.dtype(_dtypes.as_dtype(keywords.get("dtype") or _dtypes.float32).numpy)
+    if isinstance(data, (builtins.int, Size)):
+        dims = [*data] if isinstance(data, Size) else [data]
+        if any(not isinstance(m, builtins.int) for m in extra):
+            raise TypeError("Tensor(*sizes) takes ints; use mpiflow.tensor(data, ...) for data")
+        value = numpy.zeros([*dims, *extra], dtype=dtype)
+    else:
+        if extra:
+            raise TypeError("Tensor(data) takes one data argument; use mpiflow.tensor(data, ...)")
+        if isinstance(data, Tensor):
+            if placement is None and data._placement is not None:
+                data = data.to_local()
+            elif placement is not None:
+                moved = data.to_global(placement, sbp)
+                return (moved._data.astype(dtype, copy=True), moved._placement, moved._sbp,
+                        tuple(moved.shape))
+            value = to_host(data._data).astype(dtype, copy=True)
+        else:
+            value = numpy.array(to_host(data) if hasattr(data, "__array__") else data,
+                                dtype=dtype)
+    device = keywords.get("device")
+    if placement is None:
+        if device is not None and str(device).split(":")[0] == "cuda":
+            from .cuda import require  # the GPU library, only when asked for
+
+            return require().asarray(value), None, None, None
+        return value, None, None, None
+    if sbp is None:
+        raise TypeError("Tensor(..., placement=...) needs an sbp too")
+    layout = normalize_sbp(sbp, placement.ndim)
+    coords = placement.coordinates(topology.rank)
+    if coords is None:  # outside the placement: an empty shard
+        return numpy.empty((0,), dtype=dtype), placement, layout, value.shape
+    local = value[shard_slices(value.shape, placement.mesh_shape, layout, coords)].copy()
+    if any(isinstance(s, Partial) for s in layout):  # zeros: every rank holds a zero share
+        local[...] = 0
+    return local, placement, layout, value.shape
 
 
 class _Handle:

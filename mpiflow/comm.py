@@ -1,7 +1,8 @@
 """OneFlow's ``oneflow.comm`` API: collectives over the whole world, with OneFlow's signatures.
 
 These are the same operations as :mod:`mpiflow.distributed` (one communication layer under both),
-without groups or async handles, in place where OneFlow is in place. They take numpy arrays,
+without groups or async handles, in place where OneFlow is in place; :func:`recv` returns an
+mpiflow tensor, as OneFlow's returns a OneFlow tensor. They take numpy arrays,
 mpiflow tensors, CuPy arrays and ``torch.Tensor``s (CPU zero-copy; CUDA through CuPy or pinned
 host memory), as :mod:`mpiflow.distributed` does.
 
@@ -18,10 +19,12 @@ from typing import Any
 
 import numpy
 
+from ._tensor import Tensor
 from .communication import ReduceOp
 from .communication import collectives as _c
 from .communication.group import world_comm, world_group
 from .core.torch_arrays import is_torch_tensor, numpy_dtype
+from .dtypes import DType
 
 __all__ = [
     "all_gather",
@@ -72,8 +75,14 @@ def all_gather(tensor_list: list[Any], tensor: Any) -> None:
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any) -> None:
-    """Gather every rank's ``input_tensor`` into ``output_tensor`` (concatenated on dim 0)."""
-    _c.all_gather_into_tensor(output_tensor, input_tensor)
+    """Gather every rank's ``input_tensor`` into ``output_tensor`` (concatenated on dim 0).
+
+    As in OneFlow, a contiguous ``output_tensor`` of any shape with ``world_size`` times the
+    input's elements receives them in rank order (a (2, 3, 2) output of two (2, 3) inputs).
+    """
+    size, shape = world_comm.size, tuple(input_tensor.shape)
+    _c.all_gather_into_tensor(_viewed(output_tensor, (size * shape[0], *shape[1:])
+                                      if shape else (size,)), input_tensor)
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any]) -> None:
@@ -111,9 +120,27 @@ def reduce_scatter_tensor(output_tensor: Any, input_tensor: Any) -> None:
     """Sum ``input_tensor`` over all ranks; rank ``i`` keeps chunk ``i`` of dim 0.
 
     Example (2 ranks, input 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``,
-    rank 1 ``[[14,16,18],[20,22,24]]``.
+    rank 1 ``[[14,16,18],[20,22,24]]``. As in OneFlow, a contiguous input of any shape with
+    ``world_size`` times the output's elements is taken in order (1..12 as 2x3x2 works too).
     """
-    _c.reduce_scatter_tensor(output_tensor, input_tensor)
+    size, shape = world_comm.size, tuple(output_tensor.shape)
+    _c.reduce_scatter_tensor(output_tensor, _viewed(input_tensor, (size * shape[0], *shape[1:])
+                                                    if shape else (size,)))
+
+
+def _viewed(t: Any, shape: tuple[int, ...]) -> Any:
+    """``t`` viewed (same memory) as ``shape`` when it holds that many elements contiguously:
+    OneFlow's collectives go by element count; anything else is left to the shape checks."""
+    if tuple(t.shape) == shape or int(numpy.prod(shape)) != int(numpy.prod(tuple(t.shape))):
+        return t
+    if isinstance(t, Tensor):
+        if t.is_local and t._data.flags.c_contiguous:
+            return Tensor(t._data.reshape(shape))
+        return t
+    if is_torch_tensor(t):
+        return t.view(shape) if t.is_contiguous() else t
+    flags = getattr(t, "flags", None)
+    return t.reshape(shape) if flags is not None and flags.c_contiguous else t
 
 
 def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0) -> None:
@@ -166,6 +193,8 @@ def _wire_dtype(dtype: Any) -> tuple[numpy.dtype, str | None]:
     Raises:
         TypeError: a torch dtype that cannot be sent (quantized, or unknown here).
     """
+    if isinstance(dtype, DType):
+        return dtype.numpy, None
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(dtype, torch.dtype):
         return numpy.dtype(dtype), None
@@ -188,22 +217,24 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     Args:
         src: the sending rank, or None for any.
         shape: what arrives, when the sender sends no metadata.
-        dtype: what arrives, when the sender sends no metadata: a numpy dtype (or what
-            ``numpy.dtype`` takes), or a ``torch.dtype``.
-        device: "cuda" receives into a new CuPy array (what a device sender needs when
-            device arrays travel over NCCL); None or "cpu" into a numpy array.
+        dtype: what arrives, when the sender sends no metadata: an mpiflow dtype, a numpy
+            dtype (or what ``numpy.dtype`` takes), or a ``torch.dtype``.
+        device: "cuda" (or ``mpiflow.device("cuda")``) receives into a new tensor on this
+            rank's GPU (what a device sender needs when device arrays travel over NCCL); None
+            or "cpu" into a host tensor.
         out: receive into this array or tensor (numpy, mpiflow, CuPy, or a CPU or CUDA
             ``torch.Tensor`` of any strides) instead of a new one.
 
     Returns:
-        The received array (numpy; CuPy with ``device="cuda"``), or None when ``out`` was
-        given. A tensor of a dtype numpy lacks (a bfloat16 tensor sent with its metadata, or
-        ``dtype=torch.bfloat16``) arrives as a ``torch.Tensor`` of that dtype (on ``device``).
+        The received data as an mpiflow tensor (OneFlow's return type; CuPy-backed with
+        ``device="cuda"``), or None when ``out`` was given. A tensor of a dtype numpy lacks
+        (a bfloat16 tensor sent with its metadata, or ``dtype=torch.bfloat16``) arrives as a
+        ``torch.Tensor`` of that dtype (on ``device``).
 
     Examples:
         >>> rank = flow.env.get_rank()
         >>> if rank == 0: flow.comm.send(numpy.arange(3.0), dst=1)
-        >>> if rank == 1: x = flow.comm.recv(0)     # array([0., 1., 2.])
+        >>> if rank == 1: x = flow.comm.recv(0)     # tensor([0., 1., 2.])
     """
     if (shape is None) != (dtype is None):
         raise ValueError("give both shape and dtype (sender used send_meta=False) or neither")
@@ -231,11 +262,11 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     world_comm.recv(result, source, _DATA_TAG)
     if target is None:
         if torch_name is None:
-            return result
+            return Tensor(result)
         import torch  # the sender sent a torch tensor, or the caller named a torch dtype
 
         received = torch.from_numpy(result).view(getattr(torch, torch_name))
-        return received if device is None else received.to(device)
+        return received if device is None else received.to(str(device))
     if result is not target:
         got = torch_name or result.dtype
         raise ValueError(f"received a {got} array of shape {result.shape}, but out is a "

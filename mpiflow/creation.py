@@ -15,7 +15,7 @@ import numpy
 
 from . import dtypes as _dtypes
 from ._runtime import topology
-from ._tensor import Tensor
+from ._tensor import Tensor, bind
 from .boxing.execute import redistribute
 from .boxing.plan import Layout
 from .boxing.shards import local_shape, scatter_value, shard_slices
@@ -136,7 +136,12 @@ def from_dlpack(obj: Any) -> Tensor:
 _DLPACK_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
-def _size(size: Sequence[Any]) -> tuple[int, ...]:
+def _size(size: Sequence[Any], keyword: Any = None) -> tuple[int, ...]:
+    """The shape given as ints, one sequence, or (``keyword``) the ``size=`` argument."""
+    if keyword is not None:
+        if size:
+            raise TypeError("give the size as positional arguments or as size=, not both")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     dims = tuple(int(d) for d in size)
@@ -167,34 +172,37 @@ def _dtype_or(dtype: Any, default: _dtypes.DType) -> numpy.dtype:
     return (_dtypes.as_dtype(dtype) if dtype is not None else default).numpy
 
 
-def zeros(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp: Any = None,
+def zeros(*dims: Any, size: Any = None, dtype: Any = None,
+          placement: Placement | None = None, sbp: Any = None,
           requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of zeros of shape ``size`` (float32 unless ``dtype``)."""
     _check_device(placement, device)
-    return _filled(_size(size), lambda xp, s, d: xp.zeros(s, d),
+    return _filled(_size(dims, size), lambda xp, s, d: xp.zeros(s, d),
                    _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad,
                    device)
 
 
-def ones(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp: Any = None,
+def ones(*dims: Any, size: Any = None, dtype: Any = None,
+         placement: Placement | None = None, sbp: Any = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ones of shape ``size``; with a partial sbp only rank 0 holds ones."""
     _check_device(placement, device)
-    return _filled(_size(size), lambda xp, s, d: xp.ones(s, d),
+    return _filled(_size(dims, size), lambda xp, s, d: xp.ones(s, d),
                    _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad,
                    device)
 
 
-def empty(*size: Any, dtype: Any = None, placement: Placement | None = None, sbp: Any = None,
+def empty(*dims: Any, size: Any = None, dtype: Any = None,
+          placement: Placement | None = None, sbp: Any = None,
           requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of shape ``size`` whose values are not set (zeros on a partial layout)."""
     _check_device(placement, device)
     dt = _dtype_or(dtype, _dtypes.default_float)
     layout = _layout(placement, sbp)
     if layout is not None and any(isinstance(x, Partial) for x in layout[1]):
-        return zeros(*size, dtype=dtype, placement=placement, sbp=sbp,
+        return zeros(_size(dims, size), dtype=dtype, placement=placement, sbp=sbp,
                      requires_grad=requires_grad, device=device)
-    return _filled(_size(size), lambda xp, s, d: xp.empty(s, d), dt, placement, sbp,
+    return _filled(_size(dims, size), lambda xp, s, d: xp.empty(s, d), dt, placement, sbp,
                    requires_grad, device)
 
 
@@ -273,3 +281,46 @@ def full_like(t: Tensor, fill_value: Any, dtype: Any = None, placement: Any = No
                 **_like(t, dtype, placement, sbp))
 
 
+
+
+def _new(t: Tensor, size: Sequence[Any], dtype: Any, requires_grad: bool,
+         fn: Callable[..., Tensor], *fill: Any) -> Tensor:
+    """A new tensor of ``size`` with ``t``'s dtype and, if global, its placement and sbp."""
+    layout: dict[str, Any] = {}
+    if t._placement is not None:
+        layout = {"placement": t._placement, "sbp": t._sbp}
+    return fn(_size(size), *fill, dtype=t.dtype if dtype is None else dtype,
+              requires_grad=requires_grad, device=None if layout else t.device, **layout)
+
+
+def new_zeros(t: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
+    ``t.new_zeros(size)``).
+
+    Examples:
+        >>> flow.tensor([1, 2]).new_zeros((2, 2))
+        tensor([[0, 0],
+                [0, 0]])
+    """
+    return _new(t, size, dtype, requires_grad, zeros)
+
+
+def new_ones(t: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``)."""
+    return _new(t, size, dtype, requires_grad, ones)
+
+
+def new_empty(t: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """An unset tensor of shape ``size`` with ``t``'s dtype, device and layout
+    (``t.new_empty(size)``)."""
+    return _new(t, size, dtype, requires_grad, empty)
+
+
+def new_full(t: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``fill_value`` everywhere, shape ``size``, ``t``'s dtype, device and layout
+    (``t.new_full(size, fill_value)``)."""
+    return _new(t, (size,), dtype, requires_grad, full, fill_value)
+
+
+bind({"new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full})

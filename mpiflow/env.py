@@ -13,8 +13,10 @@ Examples:
 from __future__ import annotations
 
 from ._runtime import topology
+from .placement import Placement
 
 __all__ = [
+    "all_device_placement",
     "get_rank",
     "get_world_size",
     "get_local_rank",
@@ -23,6 +25,18 @@ __all__ = [
     "get_node_rank",
     "get_gpu_transport",
 ]
+
+
+def all_device_placement(device_type: str) -> Placement:
+    """The placement of every rank of the world on ``device_type`` ("cpu" or "cuda").
+
+    OneFlow's ``flow.env.all_device_placement``; the same as ``flow.placement.all``.
+
+    Examples:
+        >>> flow.env.all_device_placement("cpu") == flow.placement.all("cpu")
+        True
+    """
+    return Placement.all(device_type)
 
 
 def get_rank() -> int:

@@ -319,13 +319,14 @@ def _normal_fill(mean: float, std: float) -> Fill:
     return fill
 
 
-def rand(*size: Any, dtype: Any = None, generator: Generator | None = None,
+def rand(*dims: Any, size: Any = None, dtype: Any = None, generator: Generator | None = None,
          placement: Placement | None = None, sbp: Any = None, requires_grad: bool = False,
          device: Any = None) -> Tensor:
     """Uniform numbers in [0, 1) of shape ``size``.
 
     Args:
-        size: the (logical) shape, as ints or one sequence.
+        dims: the (logical) shape, as ints or one sequence.
+        size: the shape as a keyword (OneFlow's and PyTorch's ``size=``), instead of ``dims``.
         dtype: a floating dtype (default float32).
         generator: the generator to draw from (default: the default generator).
         placement: make a global tensor; each rank computes only its shard. Partial
@@ -342,11 +343,11 @@ def rand(*size: Any, dtype: Any = None, generator: Generator | None = None,
         True
     """
     dt = _float_dtype(dtype, "rand")
-    return _generate("rand", _size(size), dt, _uniform_fill(dt), generator, placement, sbp,
+    return _generate("rand", _size(dims, size), dt, _uniform_fill(dt), generator, placement, sbp,
                      requires_grad, device)
 
 
-def randn(*size: Any, dtype: Any = None, generator: Generator | None = None,
+def randn(*dims: Any, size: Any = None, dtype: Any = None, generator: Generator | None = None,
           placement: Placement | None = None, sbp: Any = None, requires_grad: bool = False,
           device: Any = None) -> Tensor:
     """Standard normal numbers of shape ``size`` (arguments as :func:`rand`).
@@ -356,7 +357,7 @@ def randn(*size: Any, dtype: Any = None, generator: Generator | None = None,
         mpiflow.float64
     """
     dt = _float_dtype(dtype, "randn")
-    return _generate("randn", _size(size), dt, _normal_fill(0.0, 1.0), generator, placement,
+    return _generate("randn", _size(dims, size), dt, _normal_fill(0.0, 1.0), generator, placement,
                      sbp, requires_grad, device)
 
 

@@ -53,6 +53,11 @@ class SbpParallel:
     def is_partial(self) -> bool:
         return isinstance(self, Partial)
 
+    def __call__(self) -> SbpParallel:
+        """The layout itself: OneFlow's programs write ``flow.sbp.broadcast()`` as well as
+        ``flow.sbp.broadcast``."""
+        return self
+
 
 sbp = SbpParallel  # OneFlow's name of the type: isinstance(x, flow.sbp.sbp)
 

@@ -36,7 +36,7 @@ from mpiflow.bench.report import (
     results_json,
 )
 from mpiflow.bench.runner import make_context, measure_interleaved
-from mpiflow.bench.suites import SUITE_RUNNERS, expand_suites, run_suite
+from mpiflow.bench.suites import ALL_RUNNERS, SUITE_RUNNERS, expand_suites, run_suite
 from mpiflow.bench.training import (
     DDP_SIDES,
     GRAD_SIDES,
@@ -168,19 +168,23 @@ def _redist_row(ratio: float = 1.2, even: bool = True) -> RedistRow:
                      _timings(("mpiflow", "raw"), (ratio * 1e-4, 1e-4)))
 
 
-def _grad(speedup: float, nranks: int = 4, hi: int = 1 << 20) -> GradSyncResult:
-    return GradSyncResult(100, 1024, hi, 62_000_000, nranks, 10,
+def _grad(speedup: float, nranks: int = 4, hi: int = 1 << 20, view: float = 1.0,
+          lo: int = 1024) -> GradSyncResult:
+    """per_tensor takes ``speedup`` ms, packed 1 ms, bucket_view ``view`` ms, raw_chunked
+    0.9 ms."""
+    return GradSyncResult(100, lo, hi, 62_000_000, nranks, 10,
                           (("packed", (("all_reduce", 1),)),
+                           ("bucket_view", (("all_reduce", 6),)),
                            ("fused_small", (("all_reduce", 41),)),
                            ("per_tensor", (("all_reduce", 100),)),
                            ("raw_per_tensor", ()), ("raw_chunked", ())),
-                          _timings(GRAD_SIDES, (1e-3, 0.5e-3, speedup * 1e-3, speedup * 1e-3,
-                                                0.9e-3)))
+                          _timings(GRAD_SIDES, (1e-3, view * 1e-3, 0.5e-3, speedup * 1e-3,
+                                                speedup * 1e-3, 0.9e-3)))
 
 
 def _ddp() -> DDPResult:
     return DDPResult(8, 1024, 32, 33_587_200, 25.0, 3, 2, 10,
-                     _timings(DDP_SIDES, (0.070, 0.080, 0.081, 0.060)))
+                     _timings(DDP_SIDES, (0.070, 0.075, 0.080, 0.081, 0.060)))
 
 
 def test_redistribution_table() -> None:
@@ -196,20 +200,27 @@ def test_redistribution_table() -> None:
     assert json.loads(json.dumps(rows[1].to_json()))["collectives"] == {"all_gather": 1}
 
 
-def test_grad_sync_table_and_goal() -> None:
-    met, missed = _grad(6.0), _grad(1.5)
-    assert met.speedup == pytest.approx(6.0) and met.goal_met is True
+def test_grad_sync_table_and_goals() -> None:
+    met, missed = _grad(6.0, view=0.95), _grad(1.5, view=1.0)  # view/bound 1.056 and 1.111
+    assert met.speedup == pytest.approx(6.0) and met.view_speedup == pytest.approx(6.0 / 0.95)
+    assert met.view_over_bound == pytest.approx(0.95 / 0.9) and met.goal_met is True
     assert missed.goal_met is False and missed.calls("per_tensor") == 100
-    assert _grad(9.0, nranks=2).goal_met is None  # the goal is judged at 4 ranks
-    assert _grad(9.0, hi=4096).goal_met is None  # another model
-    text = format_grad_sync([missed, _grad(20.0, hi=4096)])
+    assert _grad(9.0, nranks=2).goal_met is None  # the goals are judged at 4 ranks
+    assert _grad(9.0, hi=4096).goal_met is None  # a model without a goal
+    small_met = _grad(3.0, lo=256, hi=4096, view=0.99)
+    small_missed = _grad(3.0, lo=256, hi=4096, view=1.01)
+    assert small_met.goal_met is True and small_missed.goal_met is False
+    text = format_grad_sync([missed, _grad(20.0, hi=4096), small_met])
     assert "100 tensors, 1Ki..1Mi elements" in text and "100 tensors, 1Ki..4Ki" in text
-    assert "1/41/100" in text and "goal >= 5x at 4 ranks: MISSED" in text
-    assert "(fused_small: 3.00x; bound 1.67x: raw all-reduces" in text
+    assert "1/6/41/100" in text and "bucket_view 1.11x raw_chunked" in text
+    assert "goal bucket_view <= 1.1x raw_chunked at 4 ranks: MISSED" in text
+    assert "goal bucket_view >= 3x faster than per_tensor at 4 ranks: met" in text
+    assert "(packed: 1.50x; bound 1.67x)" in text
     assert missed.fused_speedup == 3.0 and missed.bound == pytest.approx(1.5 / 0.9)
     assert "judged at 4 ranks (here 2)" in format_grad_sync([_grad(9.0, nranks=2)])
     data = json.loads(json.dumps(met.to_json()))
-    assert data["goal"] == {"min_speedup": 5.0, "ranks": 4, "applies": True, "met": True}
+    assert data["goal"] == {"what": "bucket_view <= 1.1x raw_chunked", "ranks": 4,
+                            "applies": True, "met": True}
 
 
 def test_ddp_table() -> None:
@@ -217,10 +228,13 @@ def test_ddp_table() -> None:
     assert r.comm_exposed == pytest.approx(0.020) and r.overlap_saved == pytest.approx(0.010)
     assert r.hidden_fraction == pytest.approx(0.5)
     assert r.overlap_speedup == pytest.approx(0.080 / 0.070)
+    assert r.view_speedup == pytest.approx(0.075 / 0.070)
     text = format_ddp(r)
     assert "8 x Linear(1024, 1024)" in text and "overlap saves 10.00 ms (50% of it)" in text
+    assert "ddp_copy / ddp = 1.071" in text and "gradient_as_bucket_view=False" in text
     assert json.loads(json.dumps(r.to_json()))["vs_local"]["local"] == 1.0
-    flat = DDPResult(1, 8, 4, 288, 25.0, 1, 1, 2, _timings(DDP_SIDES, (1.0, 1.0, 1.0, 1.0)))
+    flat = DDPResult(1, 8, 4, 288, 25.0, 1, 1, 2,
+                     _timings(DDP_SIDES, (1.0, 1.0, 1.0, 1.0, 1.0)))
     assert flat.hidden_fraction is None
 
 
@@ -318,6 +332,17 @@ def test_measure_interleaved_rotates_and_reduces() -> None:
 
 
 @pytest.mark.mpi
+def test_to_global_check_suite_in_process() -> None:
+    result = run_suite("to_global_check", TINY)
+    assert [r["checked"] for r in result["rows"]][:2] == ["check_meta=True (default)",
+                                                         "with the MPIFLOW_DEBUG=1 check"]
+    assert len(result["rows"]) == 4 and all(r["ratio"] > 0 for r in result["rows"])
+    assert _same_everywhere(result)
+    text = ALL_RUNNERS["to_global_check"].format(result, False)
+    assert text.startswith("== to_global_check") and "check_meta=False, shape=" in text
+
+
+@pytest.mark.mpi
 def test_redistribution_suite_in_process() -> None:
     rows = run_redistribution(TINY)
     assert [r.conversion for r in rows] == [c.name for c in CONVERSIONS for _ in range(2)]
@@ -330,8 +355,8 @@ def test_redistribution_suite_in_process() -> None:
 def test_grad_sync_sides_sum_the_same() -> None:
     sizes = [3, 5, 7]
     for side in GRAD_SIDES:
-        model, calls = build_grad_sync(sizes, chunk_bytes=8)  # raw_chunked: 2 floats a piece
-        grads = [p.grad.numpy() for p in model.parameters()]
+        models, calls = build_grad_sync(sizes, chunk_bytes=8)  # raw_chunked: 2 floats a piece
+        grads = [p.grad.numpy() for p in models[side].parameters()]
         for g in grads:
             g[...] = RANK + 1
         calls[side]()
@@ -341,6 +366,7 @@ def test_grad_sync_sides_sum_the_same() -> None:
     assert len(results) == 1 and results[0].tensors == 5 and results[0].calls("packed") == 1
     assert results[0].calls("per_tensor") == 5 and results[0].goal_met is None
     assert results[0].calls("fused_small") == 1  # 5 tiny tensors: one bucket
+    assert results[0].calls("bucket_view") == 1  # DDP's buckets: the same one
     assert _same_everywhere(results[0].to_json())
 
 

@@ -246,8 +246,9 @@ def test_oneflow_send_and_recv_of_cuda_tensors(cp: Any) -> None:
         flow.comm.send(flow.arange(4.0, device="cuda"), dst=1)
     elif RANK == 1:
         got = flow.comm.recv(0, device="cuda")
-        assert isinstance(got, cp.ndarray)
-        _expect(got, numpy.arange(4.0, dtype=numpy.float32))
+        assert isinstance(got, flow.Tensor) and got.device == "cuda"
+        assert isinstance(got._data, cp.ndarray)
+        _expect(got._data, numpy.arange(4.0, dtype=numpy.float32))
 
 
 
@@ -317,3 +318,22 @@ def test_a_training_step_on_cuda(cp: Any) -> None:
     on_gpu, on_cpu = train("cuda"), train("cpu")
     numpy.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-4)
     assert on_gpu[-1] < on_gpu[0]
+
+
+def test_ddp_gradients_are_views_of_device_buckets(cp: Any) -> None:
+    from mpiflow.nn.parallel import DistributedDataParallel
+
+    model = flow.nn.Linear(3, 2)
+    model.to("cuda")
+    m = DistributedDataParallel(model)
+    x = flow.full((4, 3), float(RANK + 1)).to("cuda")
+    m(x).sum().backward()
+    flat = m._flat_gradients
+    for index, p in enumerate(flat.params):
+        bucket = flat.buckets[flat.bucket_of[index]]
+        assert isinstance(p.grad._data, cp.ndarray) and isinstance(bucket.flat, cp.ndarray)
+        start = bucket.flat.data.ptr
+        assert start <= p.grad._data.data.ptr < start + bucket.flat.nbytes
+    mean = (WORLD + 1) / 2  # d(sum)/d(bias) = 4 rows; d/dW = 4 * (rank + 1), averaged
+    numpy.testing.assert_allclose(cp.asnumpy(m.bias.grad._data), [4.0, 4.0])
+    numpy.testing.assert_allclose(cp.asnumpy(m.weight.grad._data), numpy.full((2, 3), 4 * mean))

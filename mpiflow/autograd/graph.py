@@ -10,8 +10,11 @@ converted to the leaf's own placement, sbp and dtype before it is accumulated in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable
 from typing import Any
+
+import numpy
 
 from .._graph import (
     Node,
@@ -72,6 +75,36 @@ def _run_hooks(t: Tensor | None, grad: Tensor) -> Tensor:
     return grad
 
 
+def _refcounts(grad: Tensor) -> tuple[int, int]:
+    return sys.getrefcount(grad), sys.getrefcount(grad._data)
+
+
+def _probe(grad: Tensor) -> tuple[int, int]:
+    return _probe_owned(grad)  # plays _accumulate: one local holds grad
+
+
+def _probe_owned(grad: Tensor) -> tuple[int, int]:
+    return _refcounts(grad)  # plays _owned
+
+
+_OWNED_REFS = _probe(Tensor(numpy.empty(1)))
+
+
+def _owned(grad: Tensor) -> bool:
+    """Whether ``grad`` may become a leaf's ``.grad`` without a copy.
+
+    It must be a whole array of its own (not a view), and nothing but the caller's one local
+    may refer to the tensor or its array: no other tensor, operand, hook or user variable.
+    The reference counts are compared with those of a probe called the same way at import.
+    """
+    if grad._base is not None or grad.grad_fn is not None:
+        return False
+    if getattr(grad._data, "base", 0) is not None:
+        return False
+    counts = _refcounts(grad)
+    return counts[0] <= _OWNED_REFS[0] and counts[1] <= _OWNED_REFS[1]
+
+
 def _accumulate(leaf: Tensor, grad: Tensor) -> None:
     if tuple(grad.shape) != tuple(leaf.shape):
         raise RuntimeError(f"gradient of shape {tuple(grad.shape)} for a tensor of shape "
@@ -83,7 +116,9 @@ def _accumulate(leaf: Tensor, grad: Tensor) -> None:
     grad = pw.cast(grad, leaf.dtype)
     grad = _run_hooks(leaf, grad)
     if leaf.grad is None:
-        leaf.grad = grad.clone()  # gradients may be shared between operands: own the memory
+        # A gradient nothing else refers to becomes .grad as it is (PyTorch's AccumulateGrad
+        # steals it too); one that may be shared, e.g. handed to two operands, is copied.
+        leaf.grad = grad if _owned(grad) else grad.clone()
     else:
         leaf.grad._data += grad._data
     for hook in getattr(leaf, "_post_hooks", None) or ():
@@ -142,13 +177,23 @@ def _sweep(root: Node, gradient: Tensor, retain_graph: bool) -> None:
         if node.rule is None or node.operands is None:
             raise RuntimeError("Trying to backward through the graph a second time; pass "
                                "retain_graph=True to the first backward")
-        in_grads: Sequence[Any] = [None] * len(node.operands)
+        in_grads: list[Any] = [None] * len(node.operands)
         if grad is not None:
             _check_versions(node)
             grad = _run_hooks(node.output_ref(), grad)
             operands = [_plain(o) for o in node.operands]
-            in_grads = node.rule(grad, operands, node.output, **node.attrs)
-        for operand, g in zip(node.operands, in_grads):
+            attrs = node.attrs
+            if getattr(node.rule, "needs_mask", False):
+                attrs = {**attrs, "needs": tuple(isinstance(o, Tensor) and o.requires_grad
+                                                 for o in node.operands)}
+            in_grads = list(node.rule(grad, operands, node.output, **attrs))
+            in_grads += [None] * (len(node.operands) - len(in_grads))  # as zip() allowed
+            # Drop this frame's references as the gradients are handed on, so that _owned
+            # sees a gradient only its new holder refers to.
+            grad = operands = None  # type: ignore[assignment]
+        for i, operand in enumerate(node.operands):
+            g = in_grads[i]
+            in_grads[i] = None
             if not isinstance(operand, Tensor) or not operand.requires_grad:
                 continue
             if operand.grad_fn is not None:
@@ -159,6 +204,7 @@ def _sweep(root: Node, gradient: Tensor, retain_graph: bool) -> None:
             key = id(operand)
             if g is not None:
                 leaf_grads[key] = g if key not in leaf_grads else leaf_grads[key] + g
+            g = None
             uses[key] -= 1
             if uses[key] == 0 and key in leaf_grads:
                 _accumulate(operand, leaf_grads.pop(key))

@@ -3,8 +3,9 @@
 Run it under the launcher, e.g. ``mpiexec -n 2 python -m mpiflow.bench --quick``; only rank 0
 prints. ``--suite`` picks the tables: ``osu`` (the default: the cases of :mod:`.cases`, picked
 with ``--ops``), ``redistribution``, ``grad_sync``, ``ddp``, ``checkpoint``, ``watchdog``, or
-``all`` (see :mod:`.suites`), and ``torch`` (the torch.distributed backend beside raw mpi4py and
-gloo, :mod:`.torch_suite`; needs PyTorch, not part of ``all``).
+``all`` (see :mod:`.suites`), ``torch`` (the torch.distributed backend beside raw mpi4py and
+gloo, :mod:`.torch_suite`; needs PyTorch, not part of ``all``), and ``engine`` (per-op overhead,
+training steps and memory beside numpy and PyTorch, :mod:`.engine`; not part of ``all``).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", nargs="+", metavar="NAME",
                    help=f"tables to produce, by name or comma-separated, in this order: "
                         f"{', '.join(SUITES)}, or all (default: osu); then "
-                        f"{', '.join(OPTIONAL_SUITES)} (needs PyTorch; not part of all)")
+                        f"{', '.join(OPTIONAL_SUITES)} (not part of all; torch needs PyTorch, "
+                        f"engine compares with it where present)")
     cpu = ", ".join(c.name for c in select(device="cpu"))
     p.add_argument("--ops", nargs="+", metavar="OP",
                    help=f"osu cases to run, by name or comma-separated (default: all of the "

@@ -111,7 +111,8 @@ def iterations(nbytes: int, base: int, floor: int = 1, knee: int = KNEE_BYTES) -
     return min(base, max(floor, base * knee // nbytes))
 
 
-SUITES = ("osu", "redistribution", "grad_sync", "ddp", "checkpoint", "watchdog")
+SUITES = ("osu", "redistribution", "grad_sync", "ddp", "checkpoint", "watchdog",
+          "to_global_check")
 """The tables a run can print, in the order they run (``--suite``)."""
 
 # The defaults of the suites beyond OSU's (the issues' sizes).

@@ -281,6 +281,7 @@ def format_redistribution(rows: Sequence[RedistRow], markdown: bool = False) -> 
 
 
 _GRAD_NAMES = {"packed": "dist.sync_gradients(model, average=False)",
+               "bucket_view": "dist.sync_gradients(DDP(model), average=False)",
                "fused_small": "the tensors below {fuse} packed as sync_gradients packs them, the "
                               "others all-reduced in place",
                "per_tensor": "dist.all_reduce(p.grad) per parameter",
@@ -292,13 +293,13 @@ _GRAD_NAMES = {"packed": "dist.sync_gradients(model, average=False)",
 def _goal_text(result: GradSyncResult) -> str:
     met = result.goal_met
     if met is None:
-        return "n/a" if not result.is_goal_model else f"judged at 4 ranks (here {result.nranks})"
+        return "n/a" if not result.goal_text() else f"judged at 4 ranks (here {result.nranks})"
     return "met" if met else "MISSED"
 
 
 def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) -> str:
     """The gradient-sync table: per model, the sides' times and the packed speedups."""
-    from .training import GRAD_SYNC_GOAL
+    from .training import GRAD_SMALL_GOAL, GRAD_SYNC_GOAL
 
     nranks = results[0].nranks if results else 0
     fuse = approx_bytes(results[0].fuse_bytes if results else 256 << 10)
@@ -307,14 +308,17 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
         f"summing the float32 gradients of a model over {nranks} rank(s): "
         + "; ".join(f"{k}: {v.format(fuse=fuse, chunk=chunk)}" if "{" in v else f"{k}: `{v}`"
                     for k, v in _GRAD_NAMES.items())
-        + "; speedup: per_tensor time / packed (or fused_small) time, paired by round; "
-          "bound: per_tensor / raw_chunked, about the most any packing can gain here; "
-          f"goal: sync_gradients >= {GRAD_SYNC_GOAL:g}x faster than per_tensor at 4 ranks, for "
-          "100 tensors of 1 Ki..1 Mi elements"], markdown)
-    header = ["model", "total", "iters", "packed ms", "fused_small ms", "per_tensor ms",
-              "raw_per_tensor ms", "raw_chunked ms", "speedup packed",
-              "speedup fused_small", "speedup packed vs raw", "bound",
-              "calls packed/fused/per_tensor", "goal"]
+        + "; speedup: per_tensor time / packed (or bucket_view, fused_small) time, paired by "
+          "round; view/raw: bucket_view time / raw_chunked time, paired (bucket_view's "
+          "gradients are views of DDP's flat buckets); bound: per_tensor / raw_chunked, about "
+          "the most any packing can gain here; goals at 4 ranks: bucket_view <= "
+          f"{GRAD_SYNC_GOAL:g}x raw_chunked for 100 tensors of 1 Ki..1 Mi elements, and >= "
+          f"{GRAD_SMALL_GOAL:g}x faster than per_tensor for 100 tensors of 256..4 Ki elements"],
+        markdown)
+    header = ["model", "total", "iters", "packed ms", "bucket_view ms", "fused_small ms",
+              "per_tensor ms", "raw_per_tensor ms", "raw_chunked ms", "speedup packed",
+              "speedup bucket_view", "speedup fused_small", "speedup packed vs raw",
+              "view/raw", "bound", "calls packed/view/fused/per_tensor", "goal"]
     right = [False, *[True] * (len(header) - 2), False]
     cells = []
     for r in results:
@@ -322,22 +326,25 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
         cells.append([f"{r.tensors} tensors, {format_count(r.lo)}..{format_count(r.hi)} elements",
                       approx_bytes(r.nbytes), str(r.iters),
                       *(f"{t.time(s) * 1e3:.3f}" for s in t.sides),
-                      f"{r.speedup:.2f}x", f"{r.fused_speedup:.2f}x",
-                      f"{r.raw_speedup:.2f}x", f"{r.bound:.2f}x",
-                      f"{r.calls('packed')}/{r.calls('fused_small')}/{r.calls('per_tensor')}",
+                      f"{r.speedup:.2f}x", f"{r.view_speedup:.2f}x", f"{r.fused_speedup:.2f}x",
+                      f"{r.raw_speedup:.2f}x", f"{r.view_over_bound:.2f}x", f"{r.bound:.2f}x",
+                      f"{r.calls('packed')}/{r.calls('bucket_view')}/"
+                      f"{r.calls('fused_small')}/{r.calls('per_tensor')}",
                       _goal_text(r)])
     lines = [*head, *format_grid(header, cells, right, markdown)]
     for r in results:
-        if r.is_goal_model:
-            lines += ["", f"summary grad_sync: sync_gradients {r.speedup:.2f}x as fast as "
-                          f"per-parameter all_reduce at {r.nranks} rank(s) (fused_small: "
-                          f"{r.fused_speedup:.2f}x; bound {r.bound:.2f}x: raw all-reduces "
-                          f"of the packed gradients); goal >= "
-                          f"{GRAD_SYNC_GOAL:g}x at 4 ranks: {_goal_text(r)}"]
+        if r.goal_text():
+            lines += ["", f"summary grad_sync ({format_count(r.lo)}..{format_count(r.hi)}): "
+                          f"bucket_view {r.view_over_bound:.2f}x raw_chunked, "
+                          f"{r.view_speedup:.2f}x as fast as per-parameter all_reduce at "
+                          f"{r.nranks} rank(s) (packed: {r.speedup:.2f}x; bound {r.bound:.2f}x); "
+                          f"goal {r.goal_text()} at 4 ranks: {_goal_text(r)}"]
     return "\n".join(lines)
 
 
 _DDP_NAMES = {"ddp": "DistributedDataParallel, buckets all-reduced during backward",
+              "ddp_copy": "the same, gradient_as_bucket_view=False (gradients copied into the "
+                          "buckets and back)",
               "ddp_one_bucket": "DistributedDataParallel, one bucket (all-reduced after "
                                 "backward: no overlap)",
               "sync_after": "no DDP: backward, then dist.sync_gradients(model)",
@@ -345,7 +352,7 @@ _DDP_NAMES = {"ddp": "DistributedDataParallel, buckets all-reduced during backwa
 
 
 def format_ddp(result: DDPResult, markdown: bool = False) -> str:
-    """The DDP table: one training step four ways, and what the overlap gains."""
+    """The DDP table: one training step five ways, and what the overlap gains."""
     r, t = result, result.timings
     head = _heading("ddp", [
         f"one training step (zero_grad, forward, backward, SGD step) of {r.layers} x "
@@ -362,7 +369,8 @@ def format_ddp(result: DDPResult, markdown: bool = False) -> str:
              f"summary ddp: communication without overlap {r.comm_exposed * 1e3:.2f} ms per step "
              f"(ddp_one_bucket - local); overlap saves {r.overlap_saved * 1e3:.2f} ms"
              + ("" if hidden is None else f" ({100 * hidden:.0f}% of it)")
-             + f"; ddp_one_bucket / ddp = {r.overlap_speedup:.3f} (paired)"]
+             + f"; ddp_one_bucket / ddp = {r.overlap_speedup:.3f}, ddp_copy / ddp = "
+               f"{r.view_speedup:.3f} (paired)"]
     return "\n".join(lines)
 
 

@@ -8,7 +8,9 @@ Markdown) and ``to_json`` functions of them. The OSU suite (``osu``: the cases o
 * ``grad_sync`` and ``ddp``: :mod:`.training` (gradient sync, the DDP step);
 * ``checkpoint``: :func:`.checkpoint.run_checkpoint_bench` (parallel save/load);
 * ``watchdog``: :func:`.watchdog.measure_watchdog_overhead` (the collective watchdog's cost on
-  an 8-byte all-reduce; imported only when it runs).
+  an 8-byte all-reduce; imported only when it runs);
+* ``to_global_check``: :mod:`.meta_check` (what the ranks' agreement check of ``to_global``
+  costs, beside skipping it).
 
 Optional suites (:data:`OPTIONAL_SUITES`) need a dependency mpiflow does not: they run only when
 named (not with ``all``), after the others, and their ``check`` says what is missing before
@@ -16,6 +18,9 @@ anything runs:
 
 * ``torch``: :mod:`.torch_suite` (the ``"mpiflow"`` torch.distributed backend beside raw mpi4py
   and gloo; needs PyTorch).
+* ``engine``: :mod:`.engine` (one op's overhead beside numpy, MLP training steps and their
+  memory beside PyTorch on one thread; single-process figures, so named rather than part of
+  ``all``; without PyTorch its torch columns are left out).
 """
 
 from __future__ import annotations
@@ -90,6 +95,18 @@ def _run_watchdog(settings: Settings) -> Any:
                                      warmup=20 * settings.warmup)
 
 
+def _run_meta_check(settings: Settings) -> Any:
+    from .meta_check import run_meta_check
+
+    return run_meta_check(settings)
+
+
+def _format_meta_check(result: Any, markdown: bool) -> str:
+    from .meta_check import format_meta_check
+
+    return format_meta_check(result, markdown)
+
+
 SUITE_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("redistribution", _run_redistribution, format_redistribution,
           lambda rows: [r.to_json() for r in rows]),
@@ -98,6 +115,7 @@ SUITE_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("ddp", _run_ddp, format_ddp, lambda result: result.to_json()),
     Suite("checkpoint", _run_checkpoint, format_checkpoint, dict),
     Suite("watchdog", _run_watchdog, format_watchdog, dict),
+    Suite("to_global_check", _run_meta_check, _format_meta_check, dict),
 )}
 
 
@@ -119,8 +137,21 @@ def _check_torch(settings: Settings) -> str | None:
     return torch_problem(settings)
 
 
+def _run_engine(settings: Settings) -> Any:
+    from .engine import run_engine
+
+    return run_engine(settings)
+
+
+def _format_engine(result: Any, markdown: bool) -> str:
+    from .engine import format_engine
+
+    return format_engine(result, markdown)
+
+
 OPTIONAL_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("torch", _run_torch, _format_torch, lambda result: result.to_json(), _check_torch),
+    Suite("engine", _run_engine, _format_engine, lambda result: result.to_json()),
 )}
 OPTIONAL_SUITES = tuple(OPTIONAL_RUNNERS)
 """The suites that need an optional dependency: run when named, not with ``all``, last."""

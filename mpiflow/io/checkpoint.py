@@ -249,7 +249,8 @@ def _target_layout(spec: ArraySpec, placement: Placement | None,
     """The layout ``spec``'s tensor is loaded in, or None for a local whole value."""
     if spec.kind == "ndarray" or placement is None:
         return None
-    choice = sbp(spec.name) if callable(sbp) else sbp
+    # sbp values are callable too (OneFlow's flow.sbp.broadcast()): a function is anything else
+    choice = sbp(spec.name) if callable(sbp) and not isinstance(sbp, SbpParallel) else sbp
     if choice is None:
         return None
     layout = Layout(placement, choice)

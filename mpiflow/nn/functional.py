@@ -26,6 +26,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..creation import arange
+from ..ops.linear import linear as _linear
 from ..ops.pointwise import (
     abs,
     assign_,
@@ -44,9 +45,10 @@ from ..ops.pointwise import relu as _relu
 from ..ops.reduction import amax, mean, sum
 from ..ops.reduction import log_softmax as _log_softmax
 from ..ops.reduction import softmax as _softmax
-from ..ops.shape import flatten, reshape, squeeze, t, unsqueeze
+from ..ops.shape import flatten, reshape, squeeze, unsqueeze
 from ..random import rand
 from ..sbp import Broadcast, Partial
+from . import _cross_entropy as _ce
 from ._lookup import lookup
 
 __all__ = [
@@ -102,8 +104,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         >>> F.linear(flow.ones(2, 3), flow.ones(4, 3)).shape
         mpiflow.Size([2, 4])
     """
-    out = input @ t(weight)
-    return out if bias is None else out + bias
+    return _linear(input, weight, bias)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
@@ -378,6 +379,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _ce.fits(input, target, weight, reduction, label_smoothing):
+        _check_targets(input, target, ignore_index)
+        return _ce.cross_entropy_indices(input, target, ignore_index, reduction)
     batched_input, batched_target, unbatched = _batched(input, target)
     num_classes = batched_input.shape[1]
     logp = _log_softmax(batched_input, 1)

@@ -93,9 +93,13 @@ def _matmul_kernel(ctx: Context, a: Any, b: Any, **_: Any) -> Any:
     return ctx.xp.matmul(a, b)
 
 
-def _matmul_grad(g: Tensor, operands: Any, out: Tensor, **_: Any) -> tuple[Tensor, Tensor]:
+def _matmul_grad(g: Tensor, operands: Any, out: Tensor, *,
+                 needs: tuple[bool, bool] = (True, True), **_: Any
+                 ) -> tuple[Tensor | None, Tensor | None]:
     """``g @ b^T`` and ``a^T @ g`` on the operands made 2-D (a 1-D ``a`` as a row, a 1-D ``b``
-    as a column), summed over the batch dims that broadcasting added or stretched."""
+    as a column), summed over the batch dims that broadcasting added or stretched; only those
+    ``needs`` asks for (autograd passes which operands require grad). The transposes are
+    views: numpy hands BLAS the transpose flag, nothing is copied."""
     from .grad_util import sum_to
     from .shape import SQUEEZE, UNSQUEEZE, transpose
 
@@ -106,10 +110,19 @@ def _matmul_grad(g: Tensor, operands: Any, out: Tensor, **_: Any) -> tuple[Tenso
         g = apply(UNSQUEEZE, g, dim=g.ndim)
     if a.ndim == 1:
         g = apply(UNSQUEEZE, g, dim=g.ndim - 1)
-    ga = sum_to(matmul(g, transpose(b2, -1, -2)), tuple(a2.shape))
-    gb = sum_to(matmul(transpose(a2, -1, -2), g), tuple(b2.shape))
-    return (ga if a.ndim >= 2 else apply(SQUEEZE, ga, dims=(0,)),
-            gb if b.ndim >= 2 else apply(SQUEEZE, gb, dims=(1,)))
+    ga = gb = None
+    if needs[0]:
+        ga = sum_to(matmul(g, transpose(b2, -1, -2)), tuple(a2.shape))
+        if a.ndim < 2:
+            ga = apply(SQUEEZE, ga, dims=(0,))
+    if needs[1]:
+        gb = sum_to(matmul(transpose(a2, -1, -2), g), tuple(b2.shape))
+        if b.ndim < 2:
+            gb = apply(SQUEEZE, gb, dims=(1,))
+    return ga, gb
+
+
+_matmul_grad.needs_mask = True  # type: ignore[attr-defined]
 
 
 MATMUL = OpDef("matmul", _matmul_kernel, _matmul_shape, _matmul_layouts, grad=_matmul_grad)

@@ -34,6 +34,16 @@ def _inplace(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor
     return method
 
 
+def _inplace_kw(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
+        return pw.assign_(self, fn(self, other, **kwargs))  # add_(other, alpha=2)
+
+    method.__name__ = method.__qualname__ = f"{fn.__name__}_"
+    method.__doc__ = (f"``self = {fn.__name__}(self, other, alpha=...)`` in place; returns "
+                      "self.")
+    return method
+
+
 def _invert(self: Tensor) -> Tensor:
     """``~self``: logical not of a bool tensor, bitwise not of an integer one."""
     return pw.logical_not(self) if self.dtype.name == "bool" else pw.bitwise_not(self)
@@ -50,9 +60,9 @@ def _clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 
 _OPERATORS = {
-    "add": pw.add, "sub": pw.sub, "mul": pw.mul, "truediv": pw.div, "floordiv": pw.floor_divide,
-    "mod": pw.remainder, "pow": pw.pow, "and": pw.bitwise_and, "or": pw.bitwise_or,
-    "xor": pw.bitwise_xor,
+    "add": pw.plain_add, "sub": pw.plain_sub, "mul": pw.mul, "truediv": pw.div,
+    "floordiv": pw.floor_divide, "mod": pw.remainder, "pow": pw.pow, "and": pw.bitwise_and,
+    "or": pw.bitwise_or, "xor": pw.bitwise_xor,
 }
 _COMPARISONS = {"eq": pw.eq, "ne": pw.ne, "lt": pw.lt, "le": pw.le, "gt": pw.gt, "ge": pw.ge}
 _NOT_METHODS = ("assign_", "fill_", "zero_", "cast")  # functions only, or bound by other names
@@ -65,7 +75,8 @@ METHODS: dict[str, Callable[..., Any]] = {
        for name in ("add", "sub", "mul", "truediv", "pow")},
     "__neg__": pw.neg, "__abs__": pw.abs, "__invert__": _invert, "__pos__": _pos,
     **{name: getattr(pw, name) for name in pw.__all__ if name not in _NOT_METHODS},
-    **{f"{name}_": _inplace(getattr(pw, name)) for name in ("add", "sub", "mul", "div")},
+    **{f"{name}_": _inplace_kw(getattr(pw, name)) for name in ("add", "sub")},
+    **{f"{name}_": _inplace(getattr(pw, name)) for name in ("mul", "div")},
     "clamp_": _clamp_, "copy_": pw.assign_, "fill_": pw.fill_, "zero_": pw.zero_,
     "multiply": pw.mul, "subtract": pw.sub, "divide": pw.div,
 }

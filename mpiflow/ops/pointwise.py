@@ -9,6 +9,7 @@ import numpy
 
 from .. import cuda
 from .. import dtypes as _dtypes
+from .._device import device as _device
 from .._graph import is_grad_enabled, rebind_inplace, record
 from .._tensor import Tensor
 from ..boxing.execute import redistribute
@@ -51,7 +52,30 @@ def _un(name: str) -> Any:
     return fn
 
 
-add, sub, mul, div = _bin("add"), _bin("sub"), _bin("mul"), _bin("div")
+mul, div = _bin("mul"), _bin("div")
+_ADD, _SUB = BINARY["add"], BINARY["sub"]
+plain_add, plain_sub = _bin("add"), _bin("sub")  # the operators + and -: no alpha to check
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other``, elementwise, broadcasting (tensors or numbers).
+
+    Examples:
+        >>> flow.add(flow.tensor([1.0, 2.0]), flow.tensor([1.0, 1.0]), alpha=3)
+        tensor([4., 5.])
+    """
+    if alpha != 1:
+        other = apply(BINARY["mul"], other, alpha)
+    return apply(_ADD, input, other)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other``, elementwise, broadcasting (tensors or numbers)."""
+    if alpha != 1:
+        other = apply(BINARY["mul"], other, alpha)
+    return apply(_SUB, input, other)
+
+
 true_divide = div
 floor_divide, remainder, pow, atan2 = (_bin("floor_divide"), _bin("remainder"), _bin("pow"),
                                        _bin("atan2"))
@@ -155,7 +179,7 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if isinstance(a, Tensor):
             dtype = a.dtype
             device = a.device
-        elif isinstance(a, str):
+        elif isinstance(a, (str, _device)):
             device = a
         else:
             dtype = a

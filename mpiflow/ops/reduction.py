@@ -593,7 +593,7 @@ def _float_dtype(dtype: numpy.dtype, **_: Any) -> numpy.dtype:
 
 def _softmax_kernel(ctx: Context, a: Any, *, dims: Dims, log: bool, **_: Any) -> Any:
     xp = ctx.xp
-    a = a.astype(_accumulator(ctx.out_dtype))
+    a = a.astype(_accumulator(ctx.out_dtype), copy=False)  # read only below: no copy needed
     if not dims:  # a 0-d input
         return _softmax_kernel(ctx, a.reshape(1), dims=(0,), log=log).reshape(())
     if a.size == 0:

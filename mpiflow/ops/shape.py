@@ -29,13 +29,17 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
 
+from .._graph import record
+from .._runtime import topology
 from .._tensor import Tensor, bind
-from ..sbp import Split, balanced_bounds, partial_max, partial_min, partial_sum
+from ..boxing.shards import local_shape, shard_bounds
+from ..sbp import SbpParallel, Split, balanced_bounds, partial_max, partial_min, partial_sum
 from .engine import B, Context, OpDef, Signature, apply
 
 __all__ = [
@@ -163,6 +167,10 @@ RESHAPE = OpDef("reshape", _reshape_kernel, _reshape_shape, _reshape_layouts,
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """``input`` with a new shape of the same number of elements; one extent may be -1.
 
+    On an N-D mesh, a layout whose every shard is one contiguous run of the elements may
+    become another layout whose shards are the same runs, with no communication: ``(S(0),
+    S(0))`` of a (4, 4) tensor viewed as (2, 8) is ``(S(0), S(1))``, as in OneFlow.
+
     Args:
         input: a local or global tensor.
         shape: the new shape, as ints or one tuple/list.
@@ -175,8 +183,79 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         mpiflow.Size([2, 3])
     """
     size = _infer_size(_dims_arg(shape), input.numel())
-    mesh = input.placement.mesh_shape if input.is_global else ()
+    if not input.is_global:
+        return apply(RESHAPE, input, size=size, mesh=())
+    mesh = input.placement.mesh_shape
+    splits = [s.dim for s in input.sbp if isinstance(s, Split)]
+    if len(splits) > 1 and not set(splits) <= set(reshape_split_map(tuple(input.shape), size,
+                                                                     mesh)):
+        kept = same_runs_layout(tuple(input.shape), size, mesh, tuple(input.sbp))
+        if kept is not None:
+            return _reshape_in_place(input, size, kept)
     return apply(RESHAPE, input, size=size, mesh=mesh)
+
+
+def _flat_run(shape: Shape, region: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """(first flat index, length) of ``region`` of a C-order array of ``shape`` when it is
+    one contiguous run of elements, else None."""
+    lengths = [b - a for a, b in region]
+    count = math.prod(lengths)
+    if count == 0:
+        return (0, 0)
+    k = len(shape) - 1
+    while k >= 0 and lengths[k] == shape[k]:
+        k -= 1
+    if any(lengths[i] != 1 for i in range(k)):
+        return None
+    start, stride = 0, 1
+    for d in reversed(range(len(shape))):
+        start += region[d][0] * stride
+        stride *= shape[d]
+    return (start, count)
+
+
+@functools.lru_cache(maxsize=256)
+def same_runs_layout(shape: Shape, size: Shape, mesh: Shape,
+                     sbp: tuple[SbpParallel, ...]) -> tuple[SbpParallel, ...] | None:
+    """A layout of the reshaped tensor in which every rank holds exactly the elements, in the
+    same order, that it holds of the input under ``sbp`` (so the reshape is local), or None.
+
+    Each mesh axis keeps B or P; a split axis may split any output dim. Found only where every
+    shard is one contiguous run of the row-major elements.
+
+    Examples:
+        >>> from mpiflow.sbp import split
+        >>> same_runs_layout((4, 4), (2, 8), (2, 2), (split(0), split(0)))
+        (mpiflow.sbp.split(dim=0), mpiflow.sbp.split(dim=1))
+    """
+    coords = list(itertools.product(*(range(k) for k in mesh)))
+    runs = [_flat_run(shape, shard_bounds(shape, mesh, sbp, c)) for c in coords]
+    if any(r is None for r in runs):
+        return None
+    options = [[Split(d) for d in range(len(size))] if isinstance(s, Split) else [s]
+               for s in sbp]
+    for candidate in itertools.product(*options):
+        if all(_flat_run(size, shard_bounds(size, mesh, candidate, c)) == run
+               for c, run in zip(coords, runs)):
+            return tuple(candidate)
+    return None
+
+
+def _reshape_in_place(input: Tensor, size: Shape, sbp: tuple[SbpParallel, ...]) -> Tensor:
+    """The reshape whose layout ``sbp`` keeps every rank's elements: local, no communication."""
+    placement = input.placement
+    rank = topology.rank
+    data = input._data
+    if rank in placement:
+        data = data.reshape(local_shape(size, placement, sbp, rank))
+    out = Tensor(data, placement, sbp, size)
+    if data is not input._data and getattr(data, "base", None) is not None:
+        out = out._alias_of(input)
+    return record("reshape", _reshape_back, [input], {}, out)
+
+
+def _reshape_back(g: Tensor, operands: Any, out: Tensor) -> tuple[Tensor]:
+    return (reshape(g, tuple(operands[0].shape)),)
 
 
 view = reshape  # no strides here: a view is a reshape that shares memory where it can

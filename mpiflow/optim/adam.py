@@ -15,6 +15,8 @@ from typing import Any
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..creation import zeros_like
+from ._flat import FlatGroup, check_flat_flags
+from ._kernels import adam_update
 from .optimizer import Optimizer, Params
 
 __all__ = ["Adam", "AdamW"]
@@ -48,6 +50,13 @@ class Adam(Optimizer):
         weight_decay: L2 penalty (added to the gradient).
         amsgrad: keep the maximum of the second moments.
         maximize: ascend instead of descend.
+        foreach: update the parameters of each dtype and layout as one flat array (flat
+            parameter, gradient and moment buffers: a few large array operations per step
+            instead of a dozen per parameter); bitwise the same numbers as without.
+        fused: the same as ``foreach`` here (PyTorch's name for its fused kernels).
+
+    Without ``foreach``, each parameter is updated on its arrays in place (numpy ufuncs with
+    ``out=``); a parameter with a partial-sum layout goes through mpiflow ops.
 
     Examples:
         >>> net = nn.Linear(4, 2)
@@ -59,10 +68,13 @@ class Adam(Optimizer):
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 fused: bool | None = None) -> None:
         _check(lr, betas, eps, weight_decay)
+        check_flat_flags(foreach, fused)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "amsgrad": amsgrad, "maximize": maximize}
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "fused": fused}
         super().__init__(params, defaults)
 
     def _state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
@@ -83,31 +95,78 @@ class Adam(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
-                lr, wd, amsgrad = group["lr"], group["weight_decay"], group["amsgrad"]
+                options = {"lr": group["lr"], "beta1": beta1, "beta2": beta2,
+                           "eps": group["eps"], "weight_decay": group["weight_decay"],
+                           "decoupled": self._decoupled, "maximize": group["maximize"]}
+                amsgrad = group["amsgrad"]
+                done: set[int] = set()
+                if group.get("foreach") or group.get("fused"):
+                    for flat in self._flat_groups(group):
+                        if self._flat_step(flat, amsgrad, options):
+                            done.update(id(p) for p in flat.params)
                 for p in group["params"]:
-                    if p.grad is None:
+                    if p.grad is None or id(p) in done:
                         continue
-                    g = -p.grad if group["maximize"] else p.grad
                     state = self._state(p, amsgrad)
                     state["step"] += 1
-                    step = state["step"]
-                    if self._decoupled:
-                        p *= 1.0 - lr * wd
-                    elif wd != 0:
-                        g = g + p * wd  # not +=: g may be p.grad itself
-                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                    # lerp(m, g, 1 - beta1) = m + (1 - beta1) * (g - m), as PyTorch's lerp_
-                    exp_avg += (g - exp_avg) * (1.0 - beta1)
-                    exp_avg_sq.copy_(exp_avg_sq * beta2 + g * g * (1.0 - beta2))
-                    step_size = lr / (1.0 - beta1 ** step)
-                    bias_correction2_sqrt = math.sqrt(1.0 - beta2 ** step)
-                    second = exp_avg_sq
-                    if amsgrad:
-                        max_exp_avg_sq = state["max_exp_avg_sq"]
-                        second = max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
-                    denom = second.sqrt() / bias_correction2_sqrt + group["eps"]
-                    p -= exp_avg / denom * step_size
+                    moments = [state["exp_avg"], state["exp_avg_sq"],
+                               state["max_exp_avg_sq"] if amsgrad else None]
+                    if self._in_place(p, *moments):
+                        adam_update(p._data, p.grad._data,
+                                    *[None if m is None else m._data for m in moments],
+                                    step=state["step"], **options)
+                        p._version += 1
+                    else:
+                        self._op_step(p, state, group)
         return loss
+
+    def _flat_step(self, flat: FlatGroup, amsgrad: bool, options: dict[str, Any]) -> bool:
+        """The update of ``flat``'s parameters as one array; False where it cannot run (a
+        gradient missing, parameters at different step counts)."""
+        states = [self.state.setdefault(p, {}) for p in flat.params]
+        steps = {s.get("step", 0) for s in states}
+        if len(steps) != 1:
+            return False
+        grad = flat.gather_grads()
+        if grad is None:
+            return False
+        step = steps.pop() + 1
+        exp_avg = flat.state_buffer("exp_avg", states)
+        exp_avg_sq = flat.state_buffer("exp_avg_sq", states)
+        max_exp_avg_sq = flat.state_buffer("max_exp_avg_sq", states) if amsgrad else None
+        for s in states:
+            s["step"] = step
+        if not flat.moved:
+            flat.gather_params()
+        adam_update(flat.flat, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step,
+                    scratch=flat.scratch(), **options)
+        flat.scatter_params()
+        return True
+
+    def _op_step(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """The update with mpiflow ops (a parameter whose arrays cannot be updated in place,
+        e.g. one with a partial-sum layout)."""
+        beta1, beta2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        assert p.grad is not None
+        g = -p.grad if group["maximize"] else p.grad
+        step = state["step"]
+        if self._decoupled:
+            p *= 1.0 - lr * wd
+        elif wd != 0:
+            g = g + p * wd  # not +=: g may be p.grad itself
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        # lerp(m, g, 1 - beta1) = m + (1 - beta1) * (g - m), as PyTorch's lerp_
+        exp_avg += (g - exp_avg) * (1.0 - beta1)
+        exp_avg_sq.copy_(exp_avg_sq * beta2 + g * g * (1.0 - beta2))
+        step_size = lr / (1.0 - beta1 ** step)
+        bias_correction2_sqrt = math.sqrt(1.0 - beta2 ** step)
+        second = exp_avg_sq
+        if group["amsgrad"]:
+            max_exp_avg_sq = state["max_exp_avg_sq"]
+            second = max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
+        denom = second.sqrt() / bias_correction2_sqrt + group["eps"]
+        p -= exp_avg / denom * step_size
 
 
 class AdamW(Adam):
@@ -121,6 +180,8 @@ class AdamW(Adam):
         eps: as :class:`Adam`.
         amsgrad: as :class:`Adam`.
         maximize: as :class:`Adam`.
+        foreach: as :class:`Adam`.
+        fused: as :class:`Adam`.
         weight_decay: the decoupled decay (default 0.01).
 
     Examples:
@@ -133,5 +194,7 @@ class AdamW(Adam):
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 maximize: bool = False, foreach: bool | None = None,
+                 fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, fused=fused)

@@ -24,6 +24,7 @@ from typing import Any
 from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
 from ..nn.modules._convert import value_like
+from ._flat import FlatGroup, flat_key
 
 __all__ = ["Optimizer", "required"]
 
@@ -54,6 +55,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
+        self._flat: dict[int, tuple[list[Tensor], list[FlatGroup]]] = {}
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {type(params).__name__}")
@@ -101,6 +103,42 @@ class Optimizer:
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
+
+    # -- the update paths ------------------------------------------------------------------
+    def _flat_groups(self, group: dict[str, Any]) -> list[FlatGroup]:
+        """The flat buffers of ``group``'s parameters, one per :func:`flat_key` (made on first
+        use, again when the group's parameters change or one was rebound)."""
+        params = group["params"]
+        held = self._flat.get(id(group))
+        if (held is not None and len(held[0]) == len(params)
+                and all(a is b for a, b in zip(held[0], params))
+                and all(fg.still_flat() for fg in held[1])):
+            return held[1]
+        by_key: dict[Any, list[Tensor]] = {}
+        for p in params:
+            key = flat_key(p)
+            if key is not None:
+                by_key.setdefault(key, []).append(p)
+        flats = [FlatGroup(ps) for ps in by_key.values()]
+        self._flat[id(group)] = (list(params), flats)
+        return flats
+
+    @staticmethod
+    def _in_place(p: Tensor, *states: Any) -> bool:
+        """Whether ``p`` can be updated on its arrays in place: a gradient (and state tensors)
+        of its dtype, shape and layout, and no partial-sum layout (a shard of a partial sum
+        is not the value an elementwise update needs)."""
+        g = p.grad
+        if g is None or flat_key(p) is None:
+            return False
+        data = p._data
+        for t in (g, *states):
+            if t is None:
+                continue
+            if (t._data.dtype != data.dtype or t._data.shape != data.shape
+                    or t._placement != p._placement or t._sbp != p._sbp):
+                return False
+        return True
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter: to None, or to zeros in place."""

@@ -57,7 +57,8 @@ class Bucket:
 
 
 def make_buckets(shapes_dtypes: Sequence[tuple[tuple[int, ...], Any]], limit_bytes: int,
-                 first_limit_bytes: int | None = None) -> list[Bucket]:
+                 first_limit_bytes: int | None = None,
+                 max_members: int | None = None) -> list[Bucket]:
     """Group arrays, in the given order, into buckets of one dtype and at most ``limit_bytes``.
 
     An array bigger than the limit gets a bucket of its own.
@@ -67,6 +68,7 @@ def make_buckets(shapes_dtypes: Sequence[tuple[tuple[int, ...], Any]], limit_byt
         limit_bytes: the size a bucket may reach.
         first_limit_bytes: a smaller limit for the first bucket (PyTorch DDP starts the first
             all-reduce early with a 1 MiB bucket).
+        max_members: at most this many arrays per bucket (OneFlow's DDP counts parameters).
 
     Returns:
         The buckets; ``members`` index into ``shapes_dtypes``.
@@ -83,7 +85,8 @@ def make_buckets(shapes_dtypes: Sequence[tuple[tuple[int, ...], Any]], limit_byt
         bucket = open_by_dtype.get(dt)
         first = first_limit_bytes is not None and bool(buckets) and bucket is buckets[0]
         limit = first_limit_bytes if first and first_limit_bytes is not None else limit_bytes
-        if bucket is None or (bucket.numel + size) * dt.itemsize > limit:
+        if (bucket is None or (bucket.numel + size) * dt.itemsize > limit
+                or (max_members is not None and len(bucket.members) >= max_members)):
             bucket = Bucket(dt)
             buckets.append(bucket)
             open_by_dtype[dt] = bucket

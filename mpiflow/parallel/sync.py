@@ -5,7 +5,8 @@ gradients (averaged by default). Both take an mpiflow ``Module``, a ``torch.nn.M
 or CUDA tensors of any dtype and strides, updated in place; torch is imported only if the object
 is torch's), or a dict/list of numpy arrays, mpiflow or torch tensors, and move the data in
 buckets of one dtype instead of one collective per parameter. bfloat16 gradients are averaged
-in float32 and rounded once.
+in float32 and rounded once. A model whose gradients already live in flat buffers
+(``DistributedDataParallel``'s ``gradient_as_bucket_view``) is all-reduced in those buffers.
 
 Examples:
     >>> model = nn.Linear(3, 1)
@@ -26,6 +27,7 @@ from ..communication.collectives import _list_args, resolve_group
 from ..communication.group import ProcessGroup
 from ..core.array_module import array_module
 from ..core.torch_arrays import Post
+from .flat import FlatGradients, all_reduce_pieces
 from .packing import Bucket, make_buckets
 
 __all__ = ["sync_gradients", "sync_initial_weights"]
@@ -173,6 +175,12 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
                    average: bool = True, group: ProcessGroup | None = None) -> None:
     """All-reduce the gradients of ``model`` in place, in a few packed collectives.
 
+    A model whose gradients are views of flat bucket buffers (wrapped by
+    ``DistributedDataParallel`` with ``gradient_as_bucket_view``, the default) is all-reduced
+    in those buffers, where the gradients lie: no packing copies. Its parameters whose
+    ``.grad`` is None get their (zeroed) view back first; parameters the buckets do not hold
+    are packed as usual.
+
     Args:
         model: an mpiflow Module, a torch.nn.Module, or a dict/list of gradient arrays.
         rank: what the caller believes (the seed's signature); checked if given.
@@ -184,11 +192,43 @@ def sync_gradients(model: Any, rank: int | None = None, world_size: int | None =
     _check_claims(rank, world_size, g)
     if g.comm is None:
         return
+    flat = getattr(model, "_flat_gradients", None)
+    if isinstance(flat, FlatGradients):
+        _all_reduce_flat(model, flat, g, average)
+        return
     every, post = _gradients(model)
     for arrays in _by_module(every):
         _all_reduce_arrays(arrays, g, average)
     if post is not None:
         post()
+
+
+def _all_reduce_flat(model: Any, flat: FlatGradients, g: ProcessGroup, average: bool) -> None:
+    """All-reduce the gradients of a model whose ``.grad`` are views of flat bucket buffers
+    (DDP's ``gradient_as_bucket_view``): each bucket where it lies, no packing."""
+    assert g.comm is not None
+    flat.attach_all()
+    inv = 1.0 / g.size()
+    average = average and g.size() > 1  # on one rank the average is the sum: no pass
+    for storage in flat.storage:  # every bucket of a dtype at once, in pieces
+        floating = storage.dtype.kind in "fc"
+        op = ReduceOp.AVG if average and floating else ReduceOp.SUM
+        all_reduce_pieces(storage, g.comm, op, scale=inv if average and not floating else None)
+    # Parameters the buckets do not hold (made trainable or added after DDP wrapped the
+    # model) go the packed way, after the buckets, in the same order on every rank.
+    known = flat.known
+    rest = [p for p in model.parameters() if id(p) not in known]
+    arrays = [p.grad._data if p.grad is not None else _zero_grad(p)
+              for p in rest if p.requires_grad and p.is_local]
+    for part in _by_module(arrays):
+        _all_reduce_arrays(part, g, average)
+
+
+def _zero_grad(p: Any) -> Any:
+    from ..creation import zeros_like
+
+    p.grad = zeros_like(p)
+    return p.grad._data
 
 
 def _all_reduce_arrays(arrays: list[Any], g: ProcessGroup, average: bool) -> None:

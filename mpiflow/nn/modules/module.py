@@ -564,14 +564,36 @@ class Module:
             >>> net = net.to_global(sbp=lambda name, t: flow.sbp.split(0))    # model parallel
         """
 
+        # sbp values are callable too (OneFlow's flow.sbp.broadcast()): a function is the rest
+        by_name: Callable[[str, Tensor], Any] | None = (
+            sbp if callable(sbp) and not isinstance(sbp, SbpParallel) else None)
+
         def convert(name: str, t: Tensor) -> Tensor:
-            choice = sbp(name, t) if callable(sbp) else sbp
+            choice = by_name(name, t) if by_name is not None else sbp
             where = placement if placement is not None else t._placement
-            if choice is None and callable(sbp) and where is not None:
+            if choice is None and by_name is not None and where is not None:
                 choice = (Broadcast(),) * where.ndim
             return globalize(t, placement, choice)
 
         self._convert(convert)
+        return self
+
+    def to_local(self: M) -> M:
+        """Make every global parameter and buffer local, in place: each rank keeps its shard.
+
+        Local tensors stay as they are. Parameters stay the same :class:`Parameter` objects
+        (OneFlow's ``Module.to_local``). No communication.
+
+        Returns:
+            This module.
+
+        Examples:
+            >>> p = flow.placement("cpu", list(range(flow.env.get_world_size())))
+            >>> net = nn.Linear(4, 2).to_global(p, flow.sbp.broadcast).to_local()
+            >>> net.weight.is_local
+            True
+        """
+        self._convert(lambda _, t: t.to_local() if t.is_global else t)
         return self
 
     # -- printing ----------------------------------------------------------------------------
