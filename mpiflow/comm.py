@@ -80,9 +80,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any) -> None:
     As in OneFlow, a contiguous ``output_tensor`` of any shape with ``world_size`` times the
     input's elements receives them in rank order (a (2, 3, 2) output of two (2, 3) inputs).
     """
-    size, shape = world_comm.size, tuple(input_tensor.shape)
-    _c.all_gather_into_tensor(_viewed(output_tensor, (size * shape[0], *shape[1:])
-                                      if shape else (size,)), input_tensor)
+    _c.all_gather_into_tensor(_viewed(output_tensor, _stacked(input_tensor)), input_tensor)
 
 
 def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any]) -> None:
@@ -123,15 +121,31 @@ def reduce_scatter_tensor(output_tensor: Any, input_tensor: Any) -> None:
     rank 1 ``[[14,16,18],[20,22,24]]``. As in OneFlow, a contiguous input of any shape with
     ``world_size`` times the output's elements is taken in order (1..12 as 2x3x2 works too).
     """
-    size, shape = world_comm.size, tuple(output_tensor.shape)
-    _c.reduce_scatter_tensor(output_tensor, _viewed(input_tensor, (size * shape[0], *shape[1:])
-                                                    if shape else (size,)))
+    _c.reduce_scatter_tensor(output_tensor, _viewed(input_tensor, _stacked(output_tensor)))
 
 
-def _viewed(t: Any, shape: tuple[int, ...]) -> Any:
+def _stacked(t: Any) -> tuple[int, ...] | None:
+    """The shape of ``world_size`` copies of ``t`` stacked on dim 0 (None: ``t`` has no shape,
+    which the collective's own argument checks report)."""
+    shape = getattr(t, "shape", None)
+    if shape is None:
+        return None
+    shape = tuple(shape)
+    size = world_comm.size
+    return (size * shape[0], *shape[1:]) if shape else (size,)
+
+
+def _viewed(t: Any, shape: tuple[int, ...] | None) -> Any:
     """``t`` viewed (same memory) as ``shape`` when it holds that many elements contiguously:
     OneFlow's collectives go by element count; anything else is left to the shape checks."""
-    if tuple(t.shape) == shape or int(numpy.prod(shape)) != int(numpy.prod(tuple(t.shape))):
+    have = getattr(t, "shape", None)
+    if shape is None or have is None:
+        return t
+    try:
+        have = tuple(int(n) for n in have)
+    except (TypeError, ValueError):
+        return t
+    if have == shape or int(numpy.prod(shape)) != int(numpy.prod(have)):
         return t
     if isinstance(t, Tensor):
         if t.is_local and t._data.flags.c_contiguous:

@@ -17,6 +17,7 @@ import pytest
 from collective_helpers import ODD, RANK, WORLD, needs_two
 from helpers import rank_data, run_job
 
+import mpiflow
 import mpiflow.comm as comm
 import mpiflow.distributed as dist
 from mpiflow.core.buffers import as_buffer
@@ -547,10 +548,11 @@ def test_comm_recv_without_out() -> None:
 
     for step in ((send, NEXT), (recv, PREV))[::1 if RANK % 2 == 0 else -1]:
         step[0](step[1])
-    # a dtype numpy lacks arrives as a torch tensor; the others as numpy arrays, as before
+    # a dtype numpy lacks arrives as a torch tensor; the others as mpiflow tensors (OneFlow's
+    # comm.recv returns a tensor)
     same(got[0], tdata((2, 3), torch.bfloat16, PREV))
-    numpy.testing.assert_array_equal(got[1], tdata((2, 3), torch.float32, PREV).numpy())
-    assert isinstance(got[1], numpy.ndarray) and got[1].dtype == numpy.float32
+    numpy.testing.assert_array_equal(got[1].numpy(), tdata((2, 3), torch.float32, PREV).numpy())
+    assert isinstance(got[1], mpiflow.Tensor) and got[1].numpy().dtype == numpy.float32
     same(got[2], tdata((4,), torch.bfloat16, PREV))
     numpy.testing.assert_array_equal(got[3], rank_data((4,), numpy.int32, PREV))
 
