@@ -1,0 +1,366 @@
+"""Exact, order-independent sums of floating-point arrays (the reproducible-reduction kernel).
+
+A sum is carried as a fixed-size ``int64`` *state*: a few counts (elements, NaNs, +inf, -inf,
+whether any element is not ``-0.0``) and the exact finite sum as an integer number of
+``2**-1074`` units, written in signed base-``2**24`` limbs. Integer addition is associative,
+so states from any split of the data (blocks, ranks, layouts) add to the same state, and one
+correctly rounded conversion (:func:`state_value`) gives the same bits for every split.
+
+The kernel never looks at single bits. For a block whose largest magnitude is below ``2**E``
+it extracts the part of every element on the grid of ``2**b`` with ``b = E - W``:
+``q = (x + M) - M`` for ``M = 1.5 * 2**(b + 52)`` rounds ``x`` to a multiple of ``2**b``
+exactly, and ``r = x - q`` is exact. As ``|q| <= 2**(b + W)`` and a block holds at most
+``2**(52 - W)`` elements, numpy's float sum of the ``q`` is exact in any order. The remainders
+go through the same step with ``b - W`` until they are all zero (the few that are not are
+compressed first). Float16/32 blocks are widened to float64, which is exact.
+
+Pure numpy; no MPI (the communication layers all-reduce states as integers).
+
+Example:
+    >>> import numpy
+    >>> from mpiflow.core.exact_sum import sum_state, state_value
+    >>> x = numpy.array([1e16, 1.0, -1e16, 1.0])
+    >>> float(state_value(sum_state(x), numpy.float64))
+    2.0
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy
+
+__all__ = [
+    "STATE_SIZE", "COUNT", "NAN", "POSINF", "NEGINF", "NOT_NEGZERO", "LIMB_BITS", "NLIMBS",
+    "sum_state", "rows_state", "state_value", "state_values", "state_from_int", "state_to_int",
+    "round_ratio", "normalize",
+]
+
+W = 36                      # bits per extraction level: 2**16 * 2**36 <= 2**52
+CHUNK = 1 << 16             # elements per block (cache-sized, and the exactness bound)
+SCALE = 1074                # the state counts units of 2**-1074, float64's smallest subnormal
+BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M must stay finite)
+BIG_SHIFT = 256
+LIMB_BITS = 24
+LIMB_MASK = (1 << LIMB_BITS) - 1
+NLIMBS = 92                 # 92 * 24 = 2208 bits >= 1074 + 1024 + 63 + slack
+COUNT, NAN, POSINF, NEGINF, NOT_NEGZERO = range(5)
+HEADER = 5
+STATE_SIZE = HEADER + NLIMBS
+
+#: (precision, minimum normal exponent, maximum exponent) of each float format
+_FORMATS = {2: (11, -14, 15), 4: (24, -126, 127), 8: (53, -1022, 1023)}
+
+
+# -- flat sums ---------------------------------------------------------------------------------
+class _Buffers:
+    """Scratch arrays reused across blocks, so the loop allocates nothing per block."""
+
+    def __init__(self) -> None:
+        self.wide = numpy.empty(CHUNK, numpy.float64)
+        self.q = numpy.empty(CHUNK, numpy.float64)
+        self.r = numpy.empty(CHUNK, numpy.float64)
+        self.mask = numpy.empty(CHUNK, bool)
+
+
+def _clean(block: numpy.ndarray, counts: numpy.ndarray) -> tuple[numpy.ndarray, int]:
+    """Count and zero the non-finite elements; sum the huge ones apart (scaled, exactly).
+
+    Returns:
+        The block as float64 with only finite magnitudes below ``BIG``, and the exact sum of the
+        removed huge elements in units of ``2**-1074``.
+    """
+    a = numpy.array(block, dtype=numpy.float64)
+    nan = numpy.isnan(a)
+    pos = a == numpy.inf
+    neg = a == -numpy.inf
+    counts[NAN] += int(nan.sum())
+    counts[POSINF] += int(pos.sum())
+    counts[NEGINF] += int(neg.sum())
+    a[nan | pos | neg] = 0.0
+    big = numpy.abs(a) >= BIG
+    extra = 0
+    if big.any():
+        # scaling by a power of two is exact for these magnitudes
+        extra = _finite_sum(a[big] * 2.0 ** -BIG_SHIFT, _Buffers()) << BIG_SHIFT
+        a[big] = 0.0
+    return a, extra
+
+
+def _finite_sum(x: numpy.ndarray, bufs: _Buffers, counts: numpy.ndarray | None = None) -> int:
+    """The exact sum of a 1-D float array, in units of ``2**-1074`` (a Python int)."""
+    acc = 0
+    wide64 = x.dtype == numpy.float64
+    for start in range(0, x.size, CHUNK):
+        block = x[start:start + CHUNK]
+        hi, lo = float(block.max()), float(block.min())
+        if not (hi < BIG and -lo < BIG):
+            if counts is None:
+                raise AssertionError("non-finite values reached the finite kernel")
+            block, extra = _clean(block, counts)
+            acc += extra
+            hi, lo = float(block.max()), float(block.min())
+        elif not wide64:
+            wide = bufs.wide[:block.size]
+            numpy.copyto(wide, block)
+            block = wide
+        peak = max(hi, -lo)
+        if peak == 0.0:
+            continue
+        acc += _block_sum(block, math.frexp(peak)[1] - W, bufs, dense_first=wide64)
+    return acc
+
+
+def _block_sum(r: numpy.ndarray, b: int, bufs: _Buffers, dense_first: bool) -> int:
+    """Exact sum of one float64 block whose magnitudes are below ``2**(b + W)``."""
+    acc = 0
+    ldexp = math.ldexp
+    m = r.size
+    # full-precision float64 data keeps bits below every first level: subtract densely once
+    dense = dense_first
+    while True:
+        b = max(b, -SCALE)
+        big_m = ldexp(1.5, b + 52)
+        q = bufs.q[:m]
+        numpy.add(r, big_m, out=q)
+        numpy.subtract(q, big_m, out=q)
+        total = float(q.sum())          # exact: see the module docstring
+        if total:
+            acc += int(ldexp(total, -b)) << (b + SCALE)
+        if b == -SCALE:
+            return acc                  # the grid of 2**-1074 holds every float64 exactly
+        if dense:
+            nxt = bufs.r[:m]            # r is the caller's block or bufs.wide here
+            numpy.subtract(r, q, out=nxt)
+            r = nxt
+            dense = False
+        else:
+            nz = numpy.flatnonzero(numpy.not_equal(r, q, out=bufs.mask[:m]))
+            if nz.size == 0:
+                return acc
+            if nz.size * 4 > m:
+                nxt = numpy.empty(m)
+                numpy.subtract(r, q, out=nxt)
+                r = nxt
+            else:
+                r = r[nz] - q[nz]
+                m = r.size
+        b -= W
+
+
+def _negzero_flag(x: numpy.ndarray) -> int:
+    """1 when some element is not ``-0.0`` (a sum of only ``-0.0`` is ``-0.0``)."""
+    return int(not bool(numpy.all((x == 0) & numpy.signbit(x)))) if x.size else 0
+
+
+def sum_state(x: Any) -> numpy.ndarray:
+    """The exact sum state of all elements of a real float array (float16, float32, float64).
+
+    Args:
+        x: array-like of a real floating dtype (other dtypes are converted to float64).
+
+    Returns:
+        An ``int64`` array of ``STATE_SIZE`` values; states add elementwise (integers).
+
+    Example:
+        >>> import numpy
+        >>> s = sum_state(numpy.array([0.1, 0.2, 0.3], numpy.float32))
+        >>> float(state_value(s, numpy.float32))
+        0.6000000238418579
+    """
+    a = numpy.asarray(x)
+    if a.dtype.kind != "f" or a.dtype.itemsize not in _FORMATS:
+        a = a.astype(numpy.float64)
+    a = numpy.ascontiguousarray(a).reshape(-1)
+    counts = numpy.zeros(HEADER, numpy.int64)
+    total = _finite_sum(a, _Buffers(), counts)
+    counts[COUNT] = a.size
+    counts[NOT_NEGZERO] = 1 if total else _negzero_flag(a)
+    return numpy.concatenate([counts, state_from_int(total)[HEADER:]])
+
+
+# -- limbs -------------------------------------------------------------------------------------
+def state_from_int(total: int) -> numpy.ndarray:
+    """A state whose sum is ``total * 2**-1074`` (counts zero), as signed base-2**24 limbs."""
+    state = numpy.zeros(STATE_SIZE, numpy.int64)
+    if total:
+        mag = abs(total)
+        raw = numpy.frombuffer(mag.to_bytes(NLIMBS * 3, "little"), numpy.uint8)
+        raw = raw.reshape(NLIMBS, 3).astype(numpy.int64)
+        limbs = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
+        state[HEADER:] = limbs if total > 0 else -limbs
+    return state
+
+
+def state_to_int(state: numpy.ndarray) -> int:
+    """The exact sum of a state, in units of ``2**-1074``."""
+    total = 0
+    for limb in reversed(state[HEADER:].tolist()):
+        total = (total << LIMB_BITS) + limb
+    return total
+
+
+def normalize(limbs: numpy.ndarray) -> None:
+    """Carry limbs (last axis) into ``[0, 2**24)`` in place, the top limb keeping the sign."""
+    for _ in range(3):
+        carry = limbs[..., :-1] >> LIMB_BITS
+        if not carry.any():
+            return
+        limbs[..., :-1] &= LIMB_MASK
+        limbs[..., 1:] += carry
+
+
+# -- rows --------------------------------------------------------------------------------------
+def _add_units(limbs: numpy.ndarray, rows: numpy.ndarray, units: numpy.ndarray,
+               pos: numpy.ndarray) -> None:
+    """Add ``units * 2**pos`` (int64 units below 2**53, per row) into the rows' limbs."""
+    k = pos // LIMB_BITS
+    o = pos % LIMB_BITS
+    lo = units & LIMB_MASK
+    mid = (units >> LIMB_BITS) & LIMB_MASK
+    top = units >> (2 * LIMB_BITS)
+    limbs[rows, k] += lo << o
+    limbs[rows, k + 1] += mid << o
+    limbs[rows, k + 2] += top << o
+
+
+def _rows_finite(a: numpy.ndarray, limbs: numpy.ndarray, shift: int) -> None:
+    """Add the exact row sums of a finite float64 array (magnitudes below BIG) into limbs."""
+    rows = numpy.arange(a.shape[0])
+    peak = numpy.abs(a).max(axis=1) if a.shape[1] else numpy.zeros(a.shape[0])
+    live = peak > 0
+    rows, r = rows[live], a[live]
+    b = numpy.frexp(peak[live])[1].astype(numpy.int64) - W
+    while rows.size:
+        b = numpy.maximum(b, -SCALE)
+        big_m = numpy.ldexp(1.5, b + 52)[:, None]
+        q = (r + big_m) - big_m
+        units = numpy.ldexp(q.sum(axis=1), -b).astype(numpy.int64)
+        _add_units(limbs, rows, units, b + SCALE + shift)
+        r = r - q
+        keep = r.any(axis=1) & (b > -SCALE)
+        rows, r, b = rows[keep], r[keep], b[keep] - W
+        normalize(limbs)
+
+
+def rows_state(x: Any) -> numpy.ndarray:
+    """Exact sum states of each row of a 2-D real float array.
+
+    Args:
+        x: array-like of shape ``(rows, n)``.
+
+    Returns:
+        An ``int64`` array of shape ``(rows, STATE_SIZE)``.
+
+    Example:
+        >>> import numpy
+        >>> s = rows_state(numpy.array([[1e16, 1.0, -1e16], [0.5, 0.25, 0.0]]))
+        >>> state_values(s, numpy.float64).tolist()
+        [1.0, 0.75]
+    """
+    a = numpy.asarray(x)
+    if a.dtype.kind != "f" or a.dtype.itemsize not in _FORMATS:
+        a = a.astype(numpy.float64)
+    nrows, n = a.shape
+    state = numpy.zeros((nrows, STATE_SIZE), numpy.int64)
+    state[:, COUNT] = n
+    limbs = state[:, HEADER:]
+    for start in range(0, max(n, 1), CHUNK):
+        piece = numpy.array(a[:, start:start + CHUNK], dtype=numpy.float64)
+        if not numpy.isfinite(piece).all():
+            nan = numpy.isnan(piece)
+            pos = piece == numpy.inf
+            neg = piece == -numpy.inf
+            state[:, NAN] += nan.sum(axis=1)
+            state[:, POSINF] += pos.sum(axis=1)
+            state[:, NEGINF] += neg.sum(axis=1)
+            piece[nan | pos | neg] = 0.0
+        big = numpy.abs(piece) >= BIG
+        if big.any():
+            _rows_finite(numpy.where(big, piece * 2.0 ** -BIG_SHIFT, 0.0), limbs, BIG_SHIFT)
+            piece[big] = 0.0
+        _rows_finite(piece, limbs, 0)
+        state[:, NOT_NEGZERO] |= ~((piece == 0) & numpy.signbit(piece)).all(axis=1)
+    state[:, NOT_NEGZERO] |= (state[:, NAN] + state[:, POSINF] + state[:, NEGINF]) > 0
+    return state
+
+
+# -- rounding ----------------------------------------------------------------------------------
+def round_ratio(num: int, den: int, dtype: Any) -> float:
+    """``num / den`` correctly rounded (to nearest, ties to even) to a float format.
+
+    Args:
+        num: numerator (any sign).
+        den: positive denominator.
+        dtype: float16, float32 or float64.
+
+    Returns:
+        A Python float holding the rounded value exactly (``inf`` on overflow; ``+0.0`` for 0).
+
+    Example:
+        >>> round_ratio(1, 3, "float16")
+        0.333251953125
+    """
+    prec, emin, emax = _FORMATS[numpy.dtype(dtype).itemsize]
+    if num == 0:
+        return 0.0
+    sign = -1.0 if num < 0 else 1.0
+    num = abs(num)
+    # e with 2**e <= num/den < 2**(e + 1)
+    e = num.bit_length() - den.bit_length()
+    if (num << max(-e, 0)) < (den << max(e, 0)):
+        e -= 1
+    quantum = max(e, emin) - prec + 1          # exponent of the result's last bit
+    if quantum >= 0:
+        m, rem = divmod(num, den << quantum)
+        unit = den << quantum
+    else:
+        m, rem = divmod(num << -quantum, den)
+        unit = den
+    twice = 2 * rem
+    if twice > unit or (twice == unit and m & 1):
+        m += 1
+    if m.bit_length() + quantum > emax + 1:
+        return sign * math.inf
+    return sign * math.ldexp(m, quantum)
+
+
+def state_value(state: numpy.ndarray, dtype: Any, *, divisor: int = 1,
+                nan_as_zero: bool = False) -> numpy.generic:
+    """The correctly rounded value of a sum state (divided by ``divisor``) in ``dtype``.
+
+    IEEE rules for the special values: any NaN, or both infinities, give NaN; one infinity
+    wins over finite values; an exact zero is ``-0.0`` only when every element was ``-0.0``.
+
+    Args:
+        state: a state from :func:`sum_state` (or a sum of states).
+        dtype: the result's float dtype.
+        divisor: a positive integer to divide by exactly (``mean``: the element count);
+            0 gives NaN.
+        nan_as_zero: count NaNs as zeros (``nansum``).
+
+    Returns:
+        A numpy scalar of ``dtype``.
+    """
+    dt = numpy.dtype(dtype)
+    s = [int(v) for v in state[:HEADER]]
+    if (s[NAN] and not nan_as_zero) or (s[POSINF] and s[NEGINF]) or divisor == 0:
+        return dt.type(math.nan)
+    if s[POSINF] or s[NEGINF]:
+        return dt.type(math.inf if s[POSINF] else -math.inf)
+    total = state_to_int(state)
+    if total == 0:
+        negzero = s[COUNT] > 0 and not s[NOT_NEGZERO]
+        return dt.type(-0.0 if negzero else 0.0)
+    return dt.type(round_ratio(total, divisor << SCALE, dt))
+
+
+def state_values(states: numpy.ndarray, dtype: Any, *, divisor: int = 1,
+                 nan_as_zero: bool = False) -> numpy.ndarray:
+    """:func:`state_value` of each state along the last axis; the result drops that axis."""
+    flat = states.reshape(-1, STATE_SIZE)
+    out = numpy.empty(flat.shape[0], dtype)
+    for i in range(flat.shape[0]):
+        out[i] = state_value(flat[i], dtype, divisor=divisor, nan_as_zero=nan_as_zero)
+    return out.reshape(states.shape[:-1])
