@@ -263,6 +263,12 @@ class Tensor:
         def backward(self, gradient: Tensor | None = None,
                      retain_graph: builtins.bool = False) -> None:
             """Compute the gradients of ``tensor`` with respect to every leaf that requires grad."""
+        # mpiflow.ops.deterministic
+        def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *,
+                   dtype: Any = None) -> Tensor:
+            """The sum over ``dim`` (all by default) with NaNs counted as zeros."""
+        def vdot(self, other: Tensor) -> Tensor:
+            """The dot product of two 1-D tensors, conjugating the first (as ``torch.vdot``)."""
         # mpiflow.ops.indexing
         def __getitem__(self, index: Any) -> Tensor:
             """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
