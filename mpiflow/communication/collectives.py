@@ -25,9 +25,11 @@ from mpi4py import MPI
 
 from ..core.array_module import array_module
 from ..core.buffers import as_buffer
+from ..core.determinism import are_deterministic_algorithms_enabled as _deterministic
 from ..core.reduce_op import check_reduce_dtype
 from ..core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
 from . import Communicator, ReduceOp, Work
+from . import exact
 from .group import ProcessGroup, world_comm, world_group
 from .mpi import MessageSizeError, check_tag, p2p_error
 
@@ -215,12 +217,15 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
-    if group is None and not async_op and _fast.all_reduce(tensor, op):
+    if group is None and not async_op and not _deterministic() and _fast.all_reduce(tensor, op):
         return None
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
         return _skipped(async_op)
     buf, post = _reduce_arg(tensor, "tensor", op, write=True)
+    if exact.wanted(buf, op):
+        exact.all_reduce(comm, buf, op)
+        return _finish(Work() if async_op else None, async_op, post)
     return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
 
 
@@ -245,6 +250,9 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
         return _skipped(async_op)
     root = g.group_rank(dst, "dst")
     buf, post = _reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
+    if exact.wanted(buf, op):
+        exact.reduce(g.comm, buf, op, root)
+        return _finish(Work() if async_op else None, async_op, post)
     return _finish(g.comm.reduce(buf, op, root, async_op), async_op, post)
 
 
@@ -343,6 +351,9 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
     ins, in_post = _list_args(input_list, "input_list", reduce=op)
     _check_like(ins, g.comm.size, out, "input_list")
     _check_torch_dtypes([output, *input_list], "output and input_list")
+    if exact.wanted(out, op):
+        exact.reduce_scatter(g.comm, _stack(g.comm, ins, out), out, op)
+        return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
     work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 
@@ -354,7 +365,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
 
     Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
     """
-    if group is None and not async_op and _fast.reduce_scatter(input, output, op):
+    if group is None and not async_op and not _deterministic() and \
+            _fast.reduce_scatter(input, output, op):
         return None
     comm = _group_comm(group)
     if comm is None:
@@ -363,6 +375,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
     inp, in_post = _reduce_arg(input, "input", op, write=False)
     _check_concat_shape(inp, out, comm.size, "input")
     _check_torch_dtypes([output, input], "output and input")
+    if exact.wanted(out, op):
+        exact.reduce_scatter(comm, inp, out, op)
+        return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
     work = comm.reduce_scatter(inp, out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 
