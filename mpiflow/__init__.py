@@ -28,7 +28,10 @@ from .communication import ReduceOp  # noqa: E402
 from .communication.debug_mode import CollectiveMismatchError  # noqa: E402
 from .core.buffers import register_buffer_type as _register_buffer_type  # noqa: E402
 from .core.determinism import (  # noqa: E402
-    are_deterministic_algorithms_enabled, deterministic, use_deterministic_algorithms)
+    are_deterministic_algorithms_enabled,
+    deterministic,
+    use_deterministic_algorithms,
+)
 from .creation import *  # noqa: E402, F403
 from .creation import __all__ as _creation_all  # noqa: E402
 from .dtypes import (  # noqa: E402

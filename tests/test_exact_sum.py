@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy
 import pytest
@@ -95,7 +96,10 @@ def test_rows_state_matches_sum_state(dtype: type) -> None:
 
 def test_special_values() -> None:
     inf, nan = math.inf, math.nan
-    v = lambda a, **kw: float(xs.state_value(xs.sum_state(numpy.array(a)), numpy.float64, **kw))
+
+    def v(a: list[float], **kw: Any) -> float:
+        return float(xs.state_value(xs.sum_state(numpy.array(a)), numpy.float64, **kw))
+
     assert v([1.0, inf, 2.0]) == inf
     assert v([1.0, -inf]) == -inf
     assert math.isnan(v([inf, -inf]))

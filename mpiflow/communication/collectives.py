@@ -28,8 +28,7 @@ from ..core.buffers import as_buffer
 from ..core.determinism import are_deterministic_algorithms_enabled as _deterministic
 from ..core.reduce_op import check_reduce_dtype
 from ..core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
-from . import Communicator, ReduceOp, Work
-from . import exact
+from . import Communicator, ReduceOp, Work, exact
 from .group import ProcessGroup, world_comm, world_group
 from .mpi import MessageSizeError, check_tag, p2p_error
 

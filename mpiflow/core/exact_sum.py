@@ -40,7 +40,7 @@ __all__ = [
 W = 36                      # bits per extraction level: 2**16 * 2**36 <= 2**52
 CHUNK = 1 << 16             # elements per block (cache-sized, and the exactness bound)
 SCALE = 1074                # the state counts units of 2**-1074, float64's smallest subnormal
-BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M must stay finite)
+BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M stays finite)
 BIG_SHIFT = 256
 LIMB_BITS = 24
 LIMB_MASK = (1 << LIMB_BITS) - 1

@@ -16,5 +16,6 @@ from .reduction import __all__ as _reduction_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 
-__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_linalg_all, *_shape_all,
+__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_linalg_all,
+           *_shape_all,
            *_indexing_all]
