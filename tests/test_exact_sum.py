@@ -131,3 +131,25 @@ def test_round_ratio_against_fractions() -> None:
         best = min(cands, key=lambda c: (abs(Fraction(float(c)) - f),
                                          int(numpy.float32(c).view(numpy.int32)) & 1))
         assert got == best
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vectorized_rounding_matches_the_scalar_one(dtype: type) -> None:
+    rng = numpy.random.default_rng(11)
+    for scale in (1.0, 1e-300, 1e300, 1e-310):
+        with numpy.errstate(all="ignore"):
+            x = (rng.standard_normal((500, 5)) * numpy.exp(rng.uniform(-40, 40, (500, 5)))
+                 * scale).astype(dtype)
+        x[5] = 0.0
+        x[6] = -0.0
+        x[7, :2] = [numpy.inf, 1.0]
+        x[8, :2] = [numpy.inf, -numpy.inf]
+        x[9, 0] = numpy.nan
+        x[10] = [1.0, -1.0, 2.0 ** -12, 0.0, 0.0]
+        states = xs.rows_state(x)
+        states[11] = 7 * states[12]   # unnormalised limbs, as after an all-reduce
+        for divisor in (1, 3, 7, 10):
+            got = xs.state_values(states, dtype, divisor=divisor)
+            want = numpy.array([xs.state_value(s, dtype, divisor=divisor) for s in states],
+                               dtype)
+            assert bits(got) == bits(want), (scale, divisor)
