@@ -162,3 +162,28 @@ def test_partial_to_broadcast_is_exact() -> None:
         b = p.to_global(sbp=B).to_local().numpy()
     want_first = {1: 1e16, 2: 1e16 + 1.0, 3: 1.0}.get(SIZE, 2.0)
     same(b, numpy.array([want_first, 0.5 * SIZE]))
+
+
+def test_oneflow_comm_all_reduce_is_exact() -> None:
+    vals = [1e16, 1.0, -1e16, 1.0]
+    buf = numpy.array([vals[RANK] if RANK < 4 else 0.0])
+    with flow.deterministic():
+        flow.comm.all_reduce(buf)
+    want = {1: 1e16, 2: 1e16 + 1.0, 3: 1.0}.get(SIZE, 2.0)
+    same(buf, numpy.array([want]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_shards_and_empty_tensors(dtype: Any) -> None:
+    x = numpy.array([0.5, -0.25], dtype)        # fewer elements than ranks: empty shards
+    empty = numpy.zeros((0, 3), dtype)
+    with flow.deterministic():
+        t = flow.tensor(x, placement=ALL, sbp=S0)
+        same(flow.sum(t).numpy(), numpy.dtype(dtype).type(0.25))
+        same(flow.mean(t).numpy(), numpy.dtype(dtype).type(0.125))
+        e = flow.tensor(empty, placement=ALL, sbp=S1)
+        same(flow.sum(e).numpy(), numpy.dtype(dtype).type(0.0))
+        assert numpy.isnan(flow.mean(e).numpy())
+        same(flow.sum(e, dim=0).numpy(), numpy.zeros(3, dtype))
+        neg = flow.tensor(numpy.array([-0.0, -0.0, -0.0], dtype), placement=ALL, sbp=S0)
+        same(flow.sum(neg).numpy(), numpy.dtype(dtype).type(-0.0))
