@@ -405,7 +405,7 @@ def state_values(states: numpy.ndarray, dtype: Any, *, divisor: int = 1,
         >>> import numpy
         >>> s = numpy.stack([sum_state(numpy.array([1.0, 2.0])), sum_state(numpy.array([]))])
         >>> state_values(s, numpy.float64, divisor=3).tolist()
-        [1.0, nan]
+        [1.0, 0.0]
     """
     dt = numpy.dtype(dtype)
     prec, emin, emax = _FORMATS[dt.itemsize]
