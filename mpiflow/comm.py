@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy
 
-from .communication import ReduceOp
+from .communication import ReduceOp, exact
 from .communication import collectives as _c
-from .communication import exact
 from .communication.group import world_comm, world_group
 from .core.torch_arrays import is_torch_tensor, numpy_dtype
 

@@ -28,6 +28,10 @@ from ..communication import count_collectives
 from ..communication.group import world_comm
 from ..core import exact_sum
 from ..core.determinism import deterministic
+from ..creation import tensor
+from ..ops.reduction import sum as flow_sum
+from ..placement import placement
+from ..sbp import split
 
 __all__ = ["GOAL", "format_results", "main", "run_reproducible"]
 
@@ -61,6 +65,33 @@ def _collectives(call: Callable[[], Any]) -> dict[str, int]:
     return dict(counter)
 
 
+def _kernel_row(x: numpy.ndarray, rounds: int) -> dict[str, Any]:
+    """``numpy.sum`` against the exact kernel on the same array."""
+    dtype = x.dtype
+    default, exact = _best([lambda: x.sum(),
+                            lambda: exact_sum.state_value(exact_sum.sum_state(x), dtype)],
+                           rounds)
+    return {"dtype": dtype.name, "default_ms": default * 1e3, "exact_ms": exact * 1e3,
+            "ratio": exact / default}
+
+
+def _global_row(x: numpy.ndarray, rounds: int) -> dict[str, Any]:
+    """``flow.sum(t).numpy()`` of an ``S(0)`` global tensor, switch off and on."""
+    t = tensor(x, placement=placement("cpu", list(range(world_comm.size))), sbp=split(0))
+
+    def off() -> Any:
+        return flow_sum(t).numpy()
+
+    def on() -> Any:
+        with deterministic():
+            return flow_sum(t).numpy()
+
+    default, exact = _best([off, on], rounds)
+    return {"dtype": x.dtype.name, "default_ms": default * 1e3, "exact_ms": exact * 1e3,
+            "ratio": exact / default, "default_ops": _collectives(off),
+            "exact_ops": _collectives(on)}
+
+
 def run_reproducible(elements: int = 1 << 24, rounds: int = 5,
                      vector: int = 1 << 12) -> dict[str, Any]:
     """Measure the three tables (collective; same arguments on every rank).
@@ -71,34 +102,15 @@ def run_reproducible(elements: int = 1 << 24, rounds: int = 5,
         vector: elements of the all-reduced vector.
 
     Returns:
-        ``{"kernel": [...], "global": [...], "all_reduce": {...}, "ranks": n}``.
+        ``{"kernel": [...], "global": [...], "all_reduce": {...}, "ranks": n, ...}``.
     """
-    import mpiflow as flow
-
     rng = numpy.random.default_rng(0)
     out: dict[str, Any] = {"ranks": world_comm.size, "elements": elements,
                            "kernel": [], "global": []}
     for dtype in (numpy.float32, numpy.float64):
         x = rng.standard_normal(elements).astype(dtype)
-        default, exact = _best([lambda: x.sum(),
-                                lambda: exact_sum.state_value(exact_sum.sum_state(x), dtype)],
-                               rounds)
-        out["kernel"].append({"dtype": numpy.dtype(dtype).name, "default_ms": default * 1e3,
-                              "exact_ms": exact * 1e3, "ratio": exact / default})
-        t = flow.tensor(x, placement=flow.placement("cpu", list(range(world_comm.size))),
-                        sbp=flow.sbp.split(0))
-
-        def off() -> Any:
-            return flow.sum(t).numpy()
-
-        def on() -> Any:
-            with deterministic():
-                return flow.sum(t).numpy()
-
-        default, exact = _best([off, on], rounds)
-        out["global"].append({"dtype": numpy.dtype(dtype).name, "default_ms": default * 1e3,
-                              "exact_ms": exact * 1e3, "ratio": exact / default,
-                              "default_ops": _collectives(off), "exact_ops": _collectives(on)})
+        out["kernel"].append(_kernel_row(x, rounds))
+        out["global"].append(_global_row(x, rounds))
     v = rng.standard_normal(vector)
 
     def reduce_off() -> None:
