@@ -187,3 +187,26 @@ def test_empty_shards_and_empty_tensors(dtype: Any) -> None:
         same(flow.sum(e, dim=0).numpy(), numpy.zeros(3, dtype))
         neg = flow.tensor(numpy.array([-0.0, -0.0, -0.0], dtype), placement=ALL, sbp=S0)
         same(flow.sum(neg).numpy(), numpy.dtype(dtype).type(-0.0))
+
+
+def test_var_over_a_dim_dtype_argument_and_gradients() -> None:
+    x = data(numpy.float32, (6, 9), seed=3, huge=False)
+    with flow.deterministic(), numpy.errstate(all="ignore"):
+        for t in layouts(x):
+            got = flow.var(t, dim=1, keepdim=True).numpy()
+            for i in range(x.shape[0]):
+                row = x[i]
+                mu = rnd(sum(map(F, row), Fraction(0)) / row.size, numpy.float32)
+                sq = (row - mu) * (row - mu)
+                same(got[i, 0], rnd(sum(map(F, sq), Fraction(0)) / (row.size - 1),
+                                    numpy.float32))
+            total = sum(map(F, x.ravel()), Fraction(0))
+            same(flow.sum(t, dtype=flow.float64).numpy(), rnd(total, numpy.float64))
+            same(flow.mean(t, dtype=flow.float64).numpy(), rnd(total / x.size, numpy.float64))
+        ints = flow.tensor(numpy.arange(10), placement=ALL, sbp=S0)
+        assert flow.sum(ints).numpy() == 45
+        g = flow.tensor(x.astype(numpy.float64), placement=ALL, sbp=S1, requires_grad=True)
+        flow.var(g).backward()
+        xd = x.astype(numpy.float64)
+        numpy.testing.assert_allclose(g.grad.numpy(), 2 * (xd - xd.mean()) / (xd.size - 1),
+                                      rtol=1e-10, atol=1e-12)

@@ -37,8 +37,10 @@ Dims = tuple[int, ...]
 
 
 def enabled(tensor: Tensor) -> bool:
-    """Whether ``tensor``'s float reduction should run exactly (the switch is on, float data)."""
-    return are_deterministic_algorithms_enabled() and tensor.dtype.numpy.kind in "fc"
+    """Whether ``tensor``'s float reduction should run exactly: the switch is on and the data
+    are float or complex numpy arrays (GPU arrays keep the plain path)."""
+    return (are_deterministic_algorithms_enabled() and tensor.dtype.numpy.kind in "fc"
+            and type(tensor._data) is numpy.ndarray)
 
 
 # -- exact_state: shard -> integer states ------------------------------------------------------
