@@ -37,8 +37,9 @@ __all__ = [
     "round_ratio", "normalize",
 ]
 
-W = 36                      # bits per extraction level: 2**16 * 2**36 <= 2**52
-CHUNK = 1 << 16             # elements per block (cache-sized, and the exactness bound)
+W = 47                      # bits per extraction level: 2**15 * 2**47 <= 2**62 (int64 sums)
+ROW_W = 36                  # the same for row sums, which are float sums: 2**16 * 2**36 <= 2**52
+CHUNK = 1 << 15             # elements per block (cache-sized, and the exactness bound)
 SCALE = 1074                # the state counts units of 2**-1074, float64's smallest subnormal
 BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M stays finite)
 BIG_SHIFT = 256
@@ -59,10 +60,17 @@ class _Buffers:
 
     def __init__(self) -> None:
         self.wide = numpy.empty(CHUNK, numpy.float64)
-        self.q = numpy.empty(CHUNK, numpy.float64)
+        self.t = numpy.empty(CHUNK, numpy.float64)
         self.r = numpy.empty(CHUNK, numpy.float64)
         self.mask = numpy.empty(CHUNK, bool)
-        self.ones = numpy.ones(CHUNK, numpy.float64)
+        self.magnitude: dict[numpy.dtype, numpy.ndarray] = {}
+
+    def abs(self, block: numpy.ndarray) -> numpy.ndarray:
+        """``|block|`` in a buffer of the block's dtype (float64: ``t``, free until used)."""
+        buf = self.t if block.dtype == numpy.float64 else self.magnitude.get(block.dtype)
+        if buf is None:
+            buf = self.magnitude[block.dtype] = numpy.empty(CHUNK, block.dtype)
+        return numpy.abs(block, out=buf[:block.size])
 
 
 def _clean(block: numpy.ndarray, counts: numpy.ndarray) -> tuple[numpy.ndarray, int]:
@@ -93,62 +101,93 @@ def _finite_sum(x: numpy.ndarray, bufs: _Buffers, counts: numpy.ndarray | None =
     """The exact sum of a 1-D float array, in units of ``2**-1074`` (a Python int)."""
     acc = 0
     wide64 = x.dtype == numpy.float64
+    prec = _FORMATS[x.dtype.itemsize][0]
     for start in range(0, x.size, CHUNK):
         block = x[start:start + CHUNK]
-        hi, lo = float(block.max()), float(block.min())
-        if not (hi < BIG and -lo < BIG):
+        magnitude = bufs.abs(block)
+        hi, lo = float(magnitude.max()), float(magnitude.min())
+        own = not wide64                # the caller's data are never written
+        if not hi < BIG:                # NaN, infinities or huge values
             if counts is None:
                 raise AssertionError("non-finite values reached the finite kernel")
             block, extra = _clean(block, counts)
             acc += extra
-            hi, lo = float(block.max()), float(block.min())
+            magnitude = numpy.abs(block)
+            hi, lo = float(magnitude.max()), float(magnitude.min())
+            own = True
         elif not wide64:
             wide = bufs.wide[:block.size]
             numpy.copyto(wide, block)
             block = wide
-        peak = max(hi, -lo)
-        if peak == 0.0:
+        if hi == 0.0:
             continue
-        acc += _block_sum(block, math.frexp(peak)[1] - W, bufs, dense_first=wide64)
+        acc += _block_sum(block, math.frexp(hi)[1] - W, lo, prec, bufs, dense_first=wide64,
+                          own=own)
     return acc
 
 
-def _block_sum(r: numpy.ndarray, b: int, bufs: _Buffers, dense_first: bool) -> int:
-    """Exact sum of one float64 block whose magnitudes are below ``2**(b + W)``."""
+def _block_sum(r: numpy.ndarray, b: int, smallest: float, prec: int, bufs: _Buffers,
+               dense_first: bool, own: bool) -> int:
+    """Exact sum of one float64 block whose magnitudes are below ``2**(b + W)``.
+
+    Args:
+        r: the block.
+        b: the first level's unit is ``2**b``.
+        smallest: the smallest magnitude in the block: once ``2**b`` is at most its last bit
+            (of ``prec`` bits), no remainder is left and the loop stops without looking.
+        prec: the precision of the data's own format (11, 24 or 53).
+        bufs: scratch buffers.
+        dense_first: keep the first level's remainders dense (float64 data has bits below
+            any first level).
+        own: ``r`` is scratch that the last level may overwrite.
+    """
     acc = 0
     ldexp = math.ldexp
     m = r.size
-    # full-precision float64 data keeps bits below every first level: subtract densely once
     dense = dense_first
+    spare = [bufs.t, bufs.r]
     while True:
         b = max(b, -SCALE)
         big_m = ldexp(1.5, b + 52)
-        q = bufs.q[:m]
-        numpy.add(r, big_m, out=q)
-        numpy.subtract(q, big_m, out=q)
-        # exact in any order (module docstring); BLAS's dot is the fastest numpy sum
-        total = float(numpy.dot(q, bufs.ones[:m]))
-        if total:
-            acc += int(ldexp(total, -b)) << (b + SCALE)
-        if b == -SCALE:
-            return acc                  # the grid of 2**-1074 holds every float64 exactly
+        last = b == -SCALE or smallest >= ldexp(1.0, b + prec - 1)
+        t = r if last and own else spare[0][:m]    # in place streams faster
+        numpy.add(r, big_m, out=t)
+        # Every t lies in M's binade, where a float's bits grow by one per 2**b: the integer
+        # sum of the bits is the exact count of 2**b units (mod 2**64; |count| < 2**62).
+        raw = int(t.view(numpy.int64).sum()) - m * _bits(big_m)
+        units = ((raw + _HALF) & _WRAP) - _HALF
+        if units:
+            acc += units << (b + SCALE)
+        if last:
+            return acc                  # nothing below 2**b remains in any element
+        numpy.subtract(t, big_m, out=t)  # q, the part taken at this level
         if dense:
-            nxt = bufs.r[:m]            # r is the caller's block or bufs.wide here
-            numpy.subtract(r, q, out=nxt)
-            r = nxt
+            numpy.subtract(r, t, out=t)
+            r = t
+            own = True
+            spare.reverse()
             dense = False
         else:
-            nz = numpy.flatnonzero(numpy.not_equal(r, q, out=bufs.mask[:m]))
+            nz = numpy.flatnonzero(numpy.not_equal(r, t, out=bufs.mask[:m]))
             if nz.size == 0:
                 return acc
             if nz.size * 4 > m:
                 nxt = numpy.empty(m)
-                numpy.subtract(r, q, out=nxt)
+                numpy.subtract(r, t, out=nxt)
                 r = nxt
             else:
-                r = r[nz] - q[nz]
+                r = r[nz] - t[nz]
                 m = r.size
+            own = True
         b -= W
+
+
+_HALF = 1 << 63
+_WRAP = (1 << 64) - 1
+
+
+def _bits(value: float) -> int:
+    return int(numpy.float64(value).view(numpy.int64))
 
 
 def _negzero_flag(x: numpy.ndarray) -> int:
@@ -233,7 +272,7 @@ def _rows_finite(a: numpy.ndarray, limbs: numpy.ndarray, shift: int) -> None:
     peak = numpy.abs(a).max(axis=1) if a.shape[1] else numpy.zeros(a.shape[0])
     live = peak > 0
     rows, r = rows[live], a[live]
-    b = numpy.frexp(peak[live])[1].astype(numpy.int64) - W
+    b = numpy.frexp(peak[live])[1].astype(numpy.int64) - ROW_W
     while rows.size:
         b = numpy.maximum(b, -SCALE)
         big_m = numpy.ldexp(1.5, b + 52)[:, None]
@@ -243,7 +282,7 @@ def _rows_finite(a: numpy.ndarray, limbs: numpy.ndarray, shift: int) -> None:
         _add_units(limbs, rows, units, pos)
         r = r - q
         keep = r.any(axis=1) & (b > -SCALE)
-        rows, r, b = rows[keep], r[keep], b[keep] - W
+        rows, r, b = rows[keep], r[keep], b[keep] - ROW_W
         # carry the limbs this level touched (the slice's top limb keeps its carry)
         normalize(limbs[:, int(pos.min()) // LIMB_BITS:int(pos.max()) // LIMB_BITS + 4])
 
