@@ -153,3 +153,12 @@ def test_vectorized_rounding_matches_the_scalar_one(dtype: type) -> None:
             want = numpy.array([xs.state_value(s, dtype, divisor=divisor) for s in states],
                                dtype)
             assert bits(got) == bits(want), (scale, divisor)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_input_is_left_unchanged(dtype: type) -> None:
+    for x in cases(dtype):
+        before = x.copy()
+        xs.sum_state(x)
+        xs.rows_state(x.reshape(1, -1))
+        assert bits(x) == bits(before)

@@ -6,13 +6,17 @@ whether any element is not ``-0.0``) and the exact finite sum as an integer numb
 so states from any split of the data (blocks, ranks, layouts) add to the same state, and one
 correctly rounded conversion (:func:`state_value`) gives the same bits for every split.
 
-The kernel never looks at single bits. For a block whose largest magnitude is below ``2**E``
-it extracts the part of every element on the grid of ``2**b`` with ``b = E - W``:
-``q = (x + M) - M`` for ``M = 1.5 * 2**(b + 52)`` rounds ``x`` to a multiple of ``2**b``
-exactly, and ``r = x - q`` is exact. As ``|q| <= 2**(b + W)`` and a block holds at most
-``2**(52 - W)`` elements, numpy's float sum of the ``q`` is exact in any order. The remainders
-go through the same step with ``b - W`` until they are all zero (the few that are not are
-compressed first). Float16/32 blocks are widened to float64, which is exact.
+The kernel works on blocks of 32K elements and never looks at single bits. For a block whose
+largest magnitude is below ``2**E`` it extracts the part of every element on the grid of
+``2**b`` with ``b = E - W``: ``t = x + M`` for ``M = 1.5 * 2**(b + 52)`` rounds ``x`` to a
+multiple of ``2**b`` exactly, and lands in ``M``'s binade, where a float's bit pattern grows by
+one per ``2**b``; so the integer sum of the bit patterns, less ``M``'s, counts the ``2**b`` units
+exactly (``|q| <= 2**(b + W)`` and ``2**15`` elements keep it below ``2**62``). The remainders
+``x - (t - M)`` (exact) go through the same step with ``b - W`` until the grid reaches the last
+bit of the block's smallest magnitude (then none is left: the loop ends without looking), or
+until none is left (the few non-zero remainders are compressed first). Float16/32 blocks are
+widened to float64, which is exact. Row sums (:func:`rows_state`) use float sums of the
+extracted parts, exact in any order for ``W = 36``.
 
 Pure numpy; no MPI (the communication layers all-reduce states as integers).
 
@@ -154,7 +158,7 @@ def _block_sum(r: numpy.ndarray, b: int, smallest: float, prec: int, bufs: _Buff
         numpy.add(r, big_m, out=t)
         # Every t lies in M's binade, where a float's bits grow by one per 2**b: the integer
         # sum of the bits is the exact count of 2**b units (mod 2**64; |count| < 2**62).
-        raw = int(t.view(numpy.int64).sum()) - m * _bits(big_m)
+        raw = int(t.view(numpy.int64).sum()) - m * (((b + 1075) << 52) | _HALF_MANTISSA)
         units = ((raw + _HALF) & _WRAP) - _HALF
         if units:
             acc += units << (b + SCALE)
@@ -184,10 +188,7 @@ def _block_sum(r: numpy.ndarray, b: int, smallest: float, prec: int, bufs: _Buff
 
 _HALF = 1 << 63
 _WRAP = (1 << 64) - 1
-
-
-def _bits(value: float) -> int:
-    return int(numpy.float64(value).view(numpy.int64))
+_HALF_MANTISSA = 1 << 51    # the bits of 1.5 * 2**e are ((e + 1023) << 52) | 2**51
 
 
 def _negzero_flag(x: numpy.ndarray) -> int:
