@@ -66,6 +66,8 @@ def _stacked(comm: Communicator, buf: numpy.ndarray) -> numpy.ndarray:
 
 def all_reduce(comm: Communicator, buf: numpy.ndarray, op: ReduceOp) -> None:
     """Exact SUM/AVG all-reduce of ``buf`` in place over ``comm``."""
+    if comm.size == 1:
+        return      # one value per element: already exact (AVG divides by 1)
     buf[...] = sum_over_ranks(_stacked(comm, buf), op == ReduceOp.AVG)
 
 
