@@ -210,3 +210,51 @@ def test_var_over_a_dim_dtype_argument_and_gradients() -> None:
         xd = x.astype(numpy.float64)
         numpy.testing.assert_allclose(g.grad.numpy(), 2 * (xd - xd.mean()) / (xd.size - 1),
                                       rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.mpi(min_size=4)
+def test_two_dimensional_meshes() -> None:
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    x = data(numpy.float32, (9, 7), seed=4)
+    exact = sum(map(F, x.ravel()), Fraction(0))
+    cols = [sum(map(F, x[:, j]), Fraction(0)) for j in range(x.shape[1])]
+    with flow.deterministic():
+        for sbp in ((S0, S1), (S1, S0), (B, S0), (S1, B), (S0, S0)):
+            t = flow.tensor(x, placement=mesh, sbp=sbp)
+            same(flow.sum(t).numpy(), rnd(exact, numpy.float32))
+            same(flow.sum(t, dim=0).numpy(),
+                 numpy.array([rnd(c, numpy.float32) for c in cols]))
+
+
+def test_async_groups_lists_and_torch_tensors() -> None:
+    vals = [1e16, 1.0, -1e16, 1.0]
+    mine = numpy.array([vals[RANK] if RANK < 4 else 0.0, 0.1 * (RANK + 1)])
+    stacked = [numpy.array([vals[r] if r < 4 else 0.0, 0.1 * (r + 1)]) for r in range(SIZE)]
+    want = numpy.array([rnd(sum((F(s[j]) for s in stacked), Fraction(0)), numpy.float64)
+                        for j in range(2)])
+    with flow.deterministic():
+        buf = mine.copy()
+        work = dist.all_reduce(buf, async_op=True)
+        assert work is not None and work.wait()
+        same(buf, want)
+        group = dist.new_group(list(range(SIZE)))
+        buf = mine.copy()
+        dist.all_reduce(buf, group=group)
+        same(buf, want)
+        out = numpy.empty(2)
+        dist.reduce_scatter(out, [mine.copy() for _ in range(SIZE)])
+        same(out, want)
+        torch = pytest.importorskip("torch")
+        tt = torch.tensor(mine)
+        dist.all_reduce(tt)
+        same(tt.numpy(), want)
+
+
+def test_partial_to_split_is_exact() -> None:
+    vals = [1e16, 1.0, -1e16, 1.0]
+    mine = numpy.full(2 * SIZE + 1, vals[RANK] if RANK < 4 else 0.0)
+    want_value = {1: 1e16, 2: 1e16 + 1.0, 3: 1.0}.get(SIZE, 2.0)
+    with flow.deterministic():
+        p = flow.tensor(mine).to_global(placement=ALL, sbp=flow.sbp.partial_sum)
+        s = p.to_global(sbp=S0)
+        same(s.numpy(), numpy.full(2 * SIZE + 1, want_value))
