@@ -15,8 +15,7 @@ exactly (``|q| <= 2**(b + W)`` and ``2**15`` elements keep it below ``2**62``). 
 ``x - (t - M)`` (exact) go through the same step with ``b - W`` until the grid reaches the last
 bit of the block's smallest magnitude (then none is left: the loop ends without looking), or
 until none is left (the few non-zero remainders are compressed first). Float16/32 blocks are
-widened to float64, which is exact. Row sums (:func:`rows_state`) use float sums of the
-extracted parts, exact in any order for ``W = 36``.
+widened to float64, which is exact.
 
 Pure numpy; no MPI (the communication layers all-reduce states as integers).
 
@@ -42,7 +41,6 @@ __all__ = [
 ]
 
 W = 47                      # bits per extraction level: 2**15 * 2**47 <= 2**62 (int64 sums)
-ROW_W = 36                  # the same for row sums, which are float sums: 2**16 * 2**36 <= 2**52
 CHUNK = 1 << 15             # elements per block (cache-sized, and the exactness bound)
 SCALE = 1074                # the state counts units of 2**-1074, float64's smallest subnormal
 BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M stays finite)
@@ -267,25 +265,47 @@ def _add_units(limbs: numpy.ndarray, rows: numpy.ndarray, units: numpy.ndarray,
     limbs[rows, k + 2] += top << o
 
 
-def _rows_finite(a: numpy.ndarray, limbs: numpy.ndarray, shift: int) -> None:
-    """Add the exact row sums of a finite float64 array (magnitudes below BIG) into limbs."""
-    rows = numpy.arange(a.shape[0])
-    peak = numpy.abs(a).max(axis=1) if a.shape[1] else numpy.zeros(a.shape[0])
-    live = peak > 0
-    rows, r = rows[live], a[live]
-    b = numpy.frexp(peak[live])[1].astype(numpy.int64) - ROW_W
-    while rows.size:
-        b = numpy.maximum(b, -SCALE)
-        big_m = numpy.ldexp(1.5, b + 52)[:, None]
-        q = (r + big_m) - big_m
-        units = numpy.ldexp(q.sum(axis=1), -b).astype(numpy.int64)
-        pos = b + SCALE + shift
-        _add_units(limbs, rows, units, pos)
-        r = r - q
-        keep = r.any(axis=1) & (b > -SCALE)
-        rows, r, b = rows[keep], r[keep], b[keep] - ROW_W
-        # carry the limbs this level touched (the slice's top limb keeps its carry)
-        normalize(limbs[:, int(pos.min()) // LIMB_BITS:int(pos.max()) // LIMB_BITS + 4])
+def _rows_finite(a: numpy.ndarray, limbs: numpy.ndarray, shift: int, prec: int) -> None:
+    """Add the exact row sums of a finite float array (magnitudes below BIG) into limbs.
+
+    The same levels as the flat kernel, per row (each row has its own ``2**b``), on blocks of
+    rows of about ``CHUNK`` elements. Rows of at most ``CHUNK`` elements keep the integer sums
+    of the bit patterns below ``2**62``.
+    """
+    nrows, n = a.shape
+    if n == 0:
+        return
+    step = max(1, CHUNK // n)
+    for first in range(0, nrows, step):
+        block = a[first:first + step]
+        magnitude = numpy.abs(block)
+        peak = magnitude.max(axis=1)
+        live = numpy.flatnonzero(peak > 0)
+        if not live.size:
+            continue
+        rows = live + first
+        r = block[live].astype(numpy.float64)          # a contiguous copy
+        smallest = magnitude.min(axis=1)[live]
+        b = numpy.frexp(peak[live])[1].astype(numpy.int64) - W
+        while rows.size:
+            b = numpy.maximum(b, -SCALE)
+            big_m = numpy.ldexp(1.5, b + 52)[:, None]
+            t = r + big_m
+            # integer sums of the bit patterns, less M's (int64 arithmetic wraps: exact)
+            units = t.view(numpy.int64).sum(axis=1) - (((b + 1075) << 52) | _HALF_MANTISSA) * n
+            pos = b + SCALE + shift
+            _add_units(limbs, rows, units, pos)
+            normalize(limbs[first:first + step,
+                            int(pos.min()) // LIMB_BITS:int(pos.max()) // LIMB_BITS + 4])
+            more = (b > -SCALE) & (smallest < numpy.ldexp(1.0, b + prec - 1))
+            if not more.any():
+                break
+            t -= big_m
+            numpy.subtract(r, t, out=r)                   # the exact remainders
+            more &= r.any(axis=1)
+            if not more.all():                            # copy only when rows drop out
+                rows, r, b, smallest = rows[more], r[more], b[more], smallest[more]
+            b = b - W
 
 
 def rows_state(x: Any) -> numpy.ndarray:
@@ -306,13 +326,16 @@ def rows_state(x: Any) -> numpy.ndarray:
     a = numpy.asarray(x)
     if a.dtype.kind != "f" or a.dtype.itemsize not in _FORMATS:
         a = a.astype(numpy.float64)
+    prec = _FORMATS[a.dtype.itemsize][0]
     nrows, n = a.shape
     state = numpy.zeros((nrows, STATE_SIZE), numpy.int64)
     state[:, COUNT] = n
     limbs = state[:, HEADER:]
-    for start in range(0, max(n, 1), CHUNK):
-        piece = numpy.array(a[:, start:start + CHUNK], dtype=numpy.float64)
-        if not numpy.isfinite(piece).all():
+    for start in range(0, n, CHUNK):
+        piece = a[:, start:start + CHUNK]
+        hi, lo = (float(piece.max()), float(piece.min())) if piece.size else (0.0, 0.0)
+        if not (hi < BIG and -lo < BIG):    # NaN, infinities or huge values: count, scale
+            piece = numpy.array(piece, dtype=numpy.float64)
             nan = numpy.isnan(piece)
             pos = piece == numpy.inf
             neg = piece == -numpy.inf
@@ -320,13 +343,21 @@ def rows_state(x: Any) -> numpy.ndarray:
             state[:, POSINF] += pos.sum(axis=1)
             state[:, NEGINF] += neg.sum(axis=1)
             piece[nan | pos | neg] = 0.0
-        big = numpy.abs(piece) >= BIG
-        if big.any():
-            _rows_finite(numpy.where(big, piece * 2.0 ** -BIG_SHIFT, 0.0), limbs, BIG_SHIFT)
-            piece[big] = 0.0
-        _rows_finite(piece, limbs, 0)
-        state[:, NOT_NEGZERO] |= ~((piece == 0) & numpy.signbit(piece)).all(axis=1)
+            big = numpy.abs(piece) >= BIG
+            if big.any():
+                _rows_finite(numpy.where(big, piece * 2.0 ** -BIG_SHIFT, 0.0), limbs,
+                             BIG_SHIFT, prec)
+                piece[big] = 0.0
+        _rows_finite(piece, limbs, 0, prec)
+    # a sum of only -0.0 is -0.0: look only at the rows whose exact sum is zero
+    zero = numpy.flatnonzero(~limbs.any(axis=1))
+    if zero.size:
+        sub = a[zero]
+        with numpy.errstate(invalid="ignore"):
+            state[zero, NOT_NEGZERO] = ~((sub == 0) & numpy.signbit(sub)).all(axis=1)
+    state[:, NOT_NEGZERO] |= limbs.any(axis=1)
     state[:, NOT_NEGZERO] |= (state[:, NAN] + state[:, POSINF] + state[:, NEGINF]) > 0
+    state[:, NOT_NEGZERO] &= n > 0
     return state
 
 

@@ -66,7 +66,9 @@ def _state_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, pairs: boo
     kept = [d for d in range(a.ndim) if d not in dims]
     moved = numpy.transpose(a, kept + list(dims))
     lead = moved.shape[:len(kept)]
-    rows = moved.reshape(math.prod(lead), math.prod(moved.shape[len(kept):]))
+    # contiguous rows: the kernel streams along them (one transposing copy when needed)
+    rows = numpy.ascontiguousarray(moved).reshape(math.prod(lead),
+                                                  math.prod(moved.shape[len(kept):]))
     states = (xs.sum_state(rows[0])[None] if rows.shape[0] == 1
               else xs.rows_state(rows))
     if keepdim:
