@@ -15,12 +15,16 @@ of grid rows, so shards start anywhere in the grid.
 - Dot products ``flow.dot(r, r)`` of two split vectors are partial sums (``P``): each rank
   sums its part and ``.item()`` all-reduces them.
 
-The dot products are summed in a different order on different rank counts, so the iterates
-agree only to rounding; the solution (converged to ``--tol``) and the iteration count agree to
-the 6 significant digits of the summary line.
+By default the dot products are summed in a different order on different rank counts, so the
+iterates agree only to rounding; the solution (converged to ``--tol``) and the iteration count
+agree to the 6 significant digits of the summary line. With ``--deterministic`` (or
+``MPIFLOW_DETERMINISTIC=1``) every dot product is exact and rounded once
+(``flow.use_deterministic_algorithms``), so every iterate has the same bits at any rank count:
+the residual history printed in full (``float.hex``) is identical at 1, 2, 3 or 4 ranks.
 
 Run:
     mpiexec -n 4 python examples/cg.py
+    mpiexec -n 3 python examples/cg.py --deterministic --print-residuals
     python -m mpiflow.launch -n 4 examples/cg.py --nx 200 --ny 150 --plot cg.png
 """
 
@@ -123,8 +127,21 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--tol", type=float, default=1e-8, help="relative residual to reach")
     parser.add_argument("--max-iter", type=int, default=2000, help="iterations at most")
     parser.add_argument("--plot", metavar="PNG", help="write the residual history as a PNG")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="exact dot products: the same bits at any rank count")
+    parser.add_argument("--print-residuals", action="store_true",
+                        help="print every relative residual in full (float.hex)")
     args = parser.parse_args(argv)
+    previous = flow.are_deterministic_algorithms_enabled()
+    flow.use_deterministic_algorithms(previous or args.deterministic)
+    try:
+        return solve(args)
+    finally:
+        flow.use_deterministic_algorithms(previous)
 
+
+def solve(args: argparse.Namespace) -> str:
+    """Set up and solve the problem of the parsed arguments; print (rank 0) the summary."""
     rank, size = flow.env.get_rank(), flow.env.get_world_size()
     placement = flow.placement("cpu", list(range(size)))
     split = flow.sbp.split(0)
@@ -147,6 +164,9 @@ def main(argv: list[str] | None = None) -> str:
     if rank == 0:
         sizes = flow.sbp.balanced_sizes(n, size)
         print(f"{size} rank(s), {n} unknowns split {sizes}, halo width {args.nx}")
+        if args.print_residuals:
+            for k, res in enumerate(history):
+                print(f"iteration {k:4d}  |r|/|b| = {res.hex()}  ({res!r})")
         if args.plot:
             plot(history, solution.reshape(args.ny, args.nx), args.tol, args.plot,
                  f"CG on the {args.ny}x{args.nx} Poisson problem ({size} ranks)")

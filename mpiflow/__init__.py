@@ -29,6 +29,11 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from .communication import ReduceOp  # noqa: E402
 from .communication.debug_mode import CollectiveMismatchError  # noqa: E402
 from .core.buffers import register_buffer_type as _register_buffer_type  # noqa: E402
+from .core.determinism import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    deterministic,
+    use_deterministic_algorithms,
+)
 from .creation import *  # noqa: E402, F403
 from .creation import __all__ as _creation_all  # noqa: E402
 from .dtypes import (  # noqa: E402
@@ -66,6 +71,7 @@ dtype = DType
 
 __all__ = [
     "CollectiveMismatchError", "DType", "ReduceOp", "Size", "Tensor", "__version__", "autograd",
+    "are_deterministic_algorithms_enabled", "deterministic", "use_deterministic_algorithms",
     "bool", "comm",
     "complex64", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "complex128", "device", "distributed", "double", "dtype", "env", "float", "float16", "float32",

@@ -347,6 +347,12 @@ class Tensor:
                       requires_grad: builtins.bool = False) -> Tensor:
             """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
             ``t.new_zeros(size)``)."""
+        # mpiflow.ops.deterministic
+        def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *,
+                   dtype: Any = None) -> Tensor:
+            """The sum over ``dim`` (all by default) with NaNs counted as zeros."""
+        def vdot(self, other: Tensor) -> Tensor:
+            """The dot product of two 1-D tensors, conjugating the first (as ``torch.vdot``)."""
         # mpiflow.ops.indexing
         def __getitem__(self, index: Any) -> Tensor:
             """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy
 
-from ..communication import Communicator
+from ..communication import Communicator, exact
 from ..communication.group import world_comm
 from ..core.array_module import array_module
 from ..placement import Placement
@@ -142,7 +142,10 @@ def _all_gather(step: AllGather, x: Any, ctx: _Context, comm: Communicator, xp: 
 
 def _all_reduce(step: AllReduce, x: Any, ctx: _Context, comm: Communicator, xp: Any) -> Any:
     out = _fresh(xp, x)
-    comm.all_reduce(out, step.op)
+    if exact.wanted(out, step.op):  # the reproducibility switch: exact partial sums
+        exact.all_reduce(comm, out, step.op)
+    else:
+        comm.all_reduce(out, step.op)
     return out
 
 
@@ -152,7 +155,9 @@ def _reduce_scatter(step: ReduceScatter, x: Any, ctx: _Context, comm: Communicat
     send = _front(xp, x, d)
     recv = xp.empty((ctx.new_shape[d], *send.shape[1:]), dtype=x.dtype)
     counts, even = _counts(balanced_sizes(x.shape[d], comm.size), math.prod(send.shape[1:]))
-    if even:
+    if exact.wanted(send, step.op):
+        exact.reduce_scatter(comm, send, recv, step.op, None if even else counts)
+    elif even:
         comm.reduce_scatter(send, recv, step.op)
     else:
         comm.reduce_scatter_v(send, recv, counts, step.op)

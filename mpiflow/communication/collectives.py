@@ -25,9 +25,10 @@ from mpi4py import MPI
 
 from ..core.array_module import array_module
 from ..core.buffers import as_buffer
+from ..core.determinism import are_deterministic_algorithms_enabled as _deterministic
 from ..core.reduce_op import check_reduce_dtype
 from ..core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
-from . import Communicator, ReduceOp, Work
+from . import Communicator, ReduceOp, Work, exact
 from .group import ProcessGroup, world_comm, world_group
 from .mpi import MessageSizeError, check_tag, p2p_error
 from .skew import skipped
@@ -231,7 +232,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
-    if group is None and not async_op and _fast.all_reduce(tensor, op):
+    if group is None and not async_op and not _deterministic() and _fast.all_reduce(tensor, op):
         return None
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
@@ -241,6 +242,9 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_reduce", exc)
         raise
+    if exact.wanted(buf, op):
+        exact.all_reduce(comm, buf, op)
+        return _finish(Work() if async_op else None, async_op, post)
     return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
 
 
@@ -273,6 +277,9 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "reduce", exc)
         raise
+    if exact.wanted(buf, op):
+        exact.reduce(g.comm, buf, op, root)
+        return _finish(Work() if async_op else None, async_op, post)
     return _finish(g.comm.reduce(buf, op, root, async_op), async_op, post)
 
 
@@ -391,6 +398,9 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "reduce_scatter", exc)
         raise
+    if exact.wanted(out, op):
+        exact.reduce_scatter(g.comm, _stack(g.comm, ins, out), out, op)
+        return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
     work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 
@@ -402,7 +412,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
 
     Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
     """
-    if group is None and not async_op and _fast.reduce_scatter(input, output, op):
+    if group is None and not async_op and not _deterministic() and \
+            _fast.reduce_scatter(input, output, op):
         return None
     comm = _group_comm(group)
     if comm is None:
@@ -415,6 +426,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
     except (ValueError, TypeError) as exc:
         _failed(comm, "reduce_scatter", exc)
         raise
+    if exact.wanted(out, op):
+        exact.reduce_scatter(comm, inp, out, op)
+        return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
     work = comm.reduce_scatter(inp, out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 

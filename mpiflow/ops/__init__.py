@@ -3,6 +3,7 @@ layout rules side by side), exposed as functions and as Tensor methods."""
 
 from .. import _layout  # noqa: F401 - binds the conversions (to_global, ...) the ops rely on
 from . import methods  # noqa: F401 - binds the operators and the pointwise methods
+from .deterministic import nansum, vdot
 from .engine import OpDef, apply
 from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
 from .indexing import __all__ as _indexing_all
@@ -15,5 +16,6 @@ from .reduction import __all__ as _reduction_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 
-__all__ = ["OpDef", "apply", *_pointwise_all, *_reduction_all, *_linalg_all, *_shape_all,
+__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_linalg_all,
+           *_shape_all,
            *_indexing_all]

@@ -32,6 +32,7 @@ import numpy
 
 from .._tensor import Tensor, bind
 from ..sbp import Partial, SbpParallel, Split
+from . import deterministic as det
 from . import pointwise as pw
 from . import reduction as red
 from .engine import B, Context, OpDef, Signature, apply
@@ -225,6 +226,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
         32
     """
     _check_ndim("dot", (1, 1), input, other)
+    if det.enabled(input) and det.enabled(other):
+        return det.exact_dot(input, other)
     return matmul(input, other)
 
 
@@ -272,6 +275,8 @@ def norm(input: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None,
     if input.dtype.numpy.kind != "f":
         raise TypeError(f"norm(): input dtype should be floating point, got {input.dtype}")
     if p in ("fro", 2):
+        if det.enabled(input):
+            return det.exact_norm2(input, dim, keepdim)
         return pw.sqrt(red.sum(pw.mul(input, input), dim, keepdim))
     if isinstance(p, str):
         raise ValueError(f"norm(): unsupported p={p!r}: use 'fro' or a number")

@@ -28,6 +28,7 @@ from .._tensor import Tensor, bind
 from ..communication import ReduceOp
 from ..dtypes import as_dtype
 from ..sbp import Partial, Split
+from . import deterministic as det
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
 
@@ -203,6 +204,8 @@ def sum(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any 
         >>> flow.sum(flow.tensor([[1, 2], [3, 4]]), dim=0).tolist()
         [4, 6]
     """
+    if det.enabled(input):
+        return det.exact_sum(input, _dims(dim, input.ndim), keepdim, out_dtype=_numpy_dtype(dtype))
     return apply(SUM, input, dims=_dims(dim, input.ndim), keepdim=keepdim,
                  out=_numpy_dtype(dtype))
 
@@ -230,6 +233,9 @@ def mean(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
     out = _numpy_dtype(dtype)
     _floating("mean", out if out is not None else input.dtype.numpy)
     dims = _dims(dim, input.ndim)
+    if det.enabled(input):
+        return det.exact_sum(input, dims, keepdim, out_dtype=out,
+                             divisor=math.prod(input.shape[d] for d in dims))
     return apply(MEAN, input, dims=dims, keepdim=keepdim, out=out,
                  count=math.prod(input.shape[d] for d in dims))
 
@@ -555,8 +561,13 @@ def var(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
         correction = 0 if unbiased is False else 1
     dims = _dims(dim, input.ndim)
     deviation = pw.sub(input, mean(input, dims, keepdim=True))  # two passes: no cancellation
-    squares = sum(pw.mul(deviation, deviation), dims, keepdim)
     n = math.prod(input.shape[d] for d in dims)
+    if det.enabled(input):  # one rounding of sum(fl(d * d)) / (n - correction)
+        squares = pw.mul(deviation, deviation)
+        if n - correction <= 0:
+            return pw.div(det.exact_sum(squares, dims, keepdim), builtins.max(0, n - correction))
+        return det.exact_sum(squares, dims, keepdim, divisor=n - correction)
+    squares = sum(pw.mul(deviation, deviation), dims, keepdim)
     with numpy.errstate(divide="ignore", invalid="ignore"):
         return pw.div(squares, builtins.max(0, n - correction))
 
