@@ -17,32 +17,13 @@ import numpy
 from numpy import ndarray as _ndarray
 
 from . import dtypes as _dtypes
-from ._runtime import topology
-from .boxing.shards import shard_slices
-from .core.array_module import array_module
+from ._legacy_tensor import legacy_data
+from ._size import Size
+from .core.array_module import array_module, to_host
 from .placement import Placement
-from .sbp import Partial, SbpParallel, normalize_sbp
+from .sbp import SbpParallel
 
 __all__ = ["Size", "Tensor", "bind", "bound_methods", "to_host"]
-
-
-class Size(tuple[int, ...]):
-    """A tensor shape: a tuple of ints, printed as ``mpiflow.Size([2, 3])``.
-
-    Examples:
-        >>> Size([2, 3]).numel()
-        6
-    """
-
-    def __new__(cls, dims: Sequence[int] = ()) -> Size:
-        return super().__new__(cls, (int(d) for d in dims))
-
-    def numel(self) -> int:
-        """The number of elements of a tensor of this shape."""
-        return int(numpy.prod(self, dtype=numpy.int64))
-
-    def __repr__(self) -> str:
-        return f"mpiflow.Size({list(self)})"
 
 
 class Tensor:
@@ -74,8 +55,8 @@ class Tensor:
         # mpiflow's own form takes its arguments by position; OneFlow's legacy constructor
         # (flow.Tensor([1, 2]), flow.Tensor(2, 3, placement=p, sbp=B)) by its shape.
         if legacy or data.__class__ in _LEGACY:
-            data, placement, sbp, shape = _legacy_data(data, (placement, sbp, shape, *sizes),
-                                                       legacy)
+            data, placement, sbp, shape = legacy_data(Tensor, data, (placement, sbp, shape, *sizes),
+                                                      legacy)
         self._data = data
         self._placement = placement
         self._sbp = sbp
@@ -733,63 +714,6 @@ class Tensor:
 
 
 _LEGACY = frozenset({list, tuple, builtins.int, Size})
-_LEGACY_KEYWORDS = frozenset({"placement", "sbp", "device", "dtype"})
-
-
-def _legacy_data(data: Any, more: tuple[Any, ...], keywords: dict[str, Any]
-                 ) -> tuple[Any, Placement | None, tuple[SbpParallel, ...] | None, Any]:
-    """What OneFlow's legacy constructor makes: ``Tensor(list)`` (float32 values),
-    ``Tensor(d0, d1, ...)`` or ``Tensor(Size)`` (float32 zeros of that shape), ``Tensor(tensor)``
-    (a float32 copy), each local, or global with ``placement=`` and ``sbp=``; ``device=`` and
-    ``dtype=`` as in :func:`mpiflow.tensor`.
-
-    Returns:
-        The fields of the new tensor: its array, placement, sbp and logical shape.
-    """
-    unknown = set(keywords) - _LEGACY_KEYWORDS
-    if unknown:
-        raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(unknown)}")
-    extra = [m for m in more if m is not None]
-    placement, sbp = keywords.get("placement"), keywords.get("sbp")
-    dtype = numpy.dtype(_dtypes.as_dtype(keywords.get("dtype") or _dtypes.float32).numpy)
-    if isinstance(data, (builtins.int, Size)):
-        dims = [*data] if isinstance(data, Size) else [data]
-        if any(not isinstance(m, builtins.int) for m in extra):
-            raise TypeError("Tensor(*sizes) takes ints; use mpiflow.tensor(data, ...) for data")
-        value = numpy.zeros([*dims, *extra], dtype=dtype)
-    else:
-        if extra:
-            raise TypeError("Tensor(data) takes one data argument; use mpiflow.tensor(data, ...)")
-        if isinstance(data, Tensor):
-            if placement is None and data._placement is not None:
-                data = data.to_local()
-            elif placement is not None:
-                moved = data.to_global(placement, sbp)
-                return (moved._data.astype(dtype, copy=True), moved._placement, moved._sbp,
-                        tuple(moved.shape))
-            value = to_host(data._data).astype(dtype, copy=True)
-        else:
-            value = numpy.array(to_host(data) if hasattr(data, "__array__") else data,
-                                dtype=dtype)
-    device = keywords.get("device")
-    if placement is None:
-        if device is not None and str(device).split(":")[0] == "cuda":
-            from .cuda import require  # the GPU library, only when asked for
-
-            return require().asarray(value), None, None, None
-        return value, None, None, None
-    if sbp is None:
-        raise TypeError("Tensor(..., placement=...) needs an sbp too")
-    layout = normalize_sbp(sbp, placement.ndim)
-    coords = placement.coordinates(topology.rank)
-    if coords is None:  # outside the placement: an empty shard
-        return numpy.empty((0,), dtype=dtype), placement, layout, value.shape
-    local = value[shard_slices(value.shape, placement.mesh_shape, layout, coords)].copy()
-    if any(isinstance(s, Partial) for s in layout):  # zeros: every rank holds a zero share
-        local[...] = 0
-    return local, placement, layout, value.shape
-
-
 class _Handle:
     """Removes a registered hook."""
 
@@ -821,14 +745,6 @@ def bind(table: Mapping[str, Callable[..., Any] | property]) -> None:
             raise ValueError(f"Tensor.{name} is defined by the class; it cannot be bound")
         setattr(Tensor, name, fn)
         bound_methods[name] = fn
-
-
-def to_host(array: Any) -> numpy.ndarray:
-    """``array`` as a numpy array: itself, or a copy from the device (CuPy's ``get()``)."""
-    if isinstance(array, numpy.ndarray):
-        return array
-    get = getattr(array, "get", None)
-    return numpy.asarray(get() if get is not None else array)
 
 
 def _format(t: Tensor) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy
 
-__all__ = ["array_module", "is_array"]
+__all__ = ["array_module", "is_array", "to_host"]
 
 
 def array_module(array: Any) -> ModuleType:
@@ -32,3 +32,11 @@ def is_array(value: Any) -> bool:
         return True
     cupy = sys.modules.get("cupy")
     return cupy is not None and isinstance(value, cupy.ndarray)
+
+
+def to_host(array: Any) -> numpy.ndarray:
+    """``array`` as a numpy array: itself, or a copy from the device (CuPy's ``get()``)."""
+    if isinstance(array, numpy.ndarray):
+        return array
+    get = getattr(array, "get", None)
+    return numpy.asarray(get() if get is not None else array)
