@@ -12,7 +12,8 @@ Example:
     >>> def wait_for_peer():          # a function that would call a blocking MPI function
     ...     pass
     >>> watchdog_sites.register_blocking_site(wait_for_peer)
-    >>> wait_for_peer.__code__.co_name in watchdog_sites.blocking_sites()[__file__]
+    >>> code = wait_for_peer.__code__
+    >>> code.co_name in watchdog_sites.blocking_sites()[code.co_filename]
     True
     >>> watchdog_sites.unregister_blocking_site(wait_for_peer)
 """
