@@ -208,6 +208,37 @@ def test_cross_entropy_op_edge_cases() -> None:
     assert F.cross_entropy(x, flow.tensor([0, 1]), reduction="none").shape == (2,)
 
 
+def test_cross_entropy_op_rows_with_infinities_match_the_composite(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpiflow.nn import _cross_entropy
+
+    x0 = rng(3).standard_normal((4, 5)).astype(numpy.float32)
+    x0[1, 2] = -numpy.inf  # finite row maximum: the lean kernel
+    x0[2, :] = -numpy.inf  # infinite row maximum: the reduction kernel
+    target = flow.tensor([0, 1, 3, 4])
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(_cross_entropy, "fits", lambda *a: False)
+        x = flow.tensor(x0, requires_grad=True)
+        loss = F.cross_entropy(x, target, reduction="sum")
+        loss.backward()
+        results.append((loss.numpy(), x.grad.numpy()))
+    assert_array_equal(results[0][0], results[1][0])
+    assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("dtype", [numpy.float16, numpy.float32, numpy.float64])
+def test_relu_gradient_is_the_masked_upstream_gradient(dtype: type) -> None:
+    x0 = rng(5).standard_normal((6, 7)).astype(dtype)
+    x0[0, :3] = 0  # relu'(0) is 0, as in PyTorch
+    g0 = rng(6).standard_normal((6, 7)).astype(dtype)
+    x = flow.tensor(x0, requires_grad=True)
+    F.relu(x).backward(flow.tensor(g0))
+    assert x.grad.dtype == x.dtype
+    assert_array_equal(x.grad.numpy(), g0 * (x0 > 0).astype(dtype))
+
+
 # -- optimizers ---------------------------------------------------------------------------------
 SGD_CASES = [
     {},
