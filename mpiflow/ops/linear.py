@@ -65,10 +65,7 @@ def _swapped(xp: Any, a: Any, b: Any) -> Any:
 
 def _linear_kernel(ctx: Context, x: Any, w: Any, *bias: Any) -> Any:
     xp = ctx.xp
-    if _swaps(xp, x, w):
-        out = _swapped(xp, w, x.T)
-    else:
-        out = xp.matmul(x, w.T)
+    out = _swapped(xp, w, x.T) if _swaps(xp, x, w) else xp.matmul(x, w.T)
     if bias:
         out += bias[0]
     return out
