@@ -153,6 +153,21 @@ def test_linear_swapped_product_matches(shape: tuple[int, int, int]) -> None:
         assert_array_equal(out, want)  # the same sums in the same order
 
 
+@pytest.mark.parametrize("shape", [(32, 512, 1024), (64, 300, 257), (65, 512, 1024)])
+def test_linear_swapped_input_gradient_matches(shape: tuple[int, int, int]) -> None:
+    rows, k, n = shape
+    r = rng(12)
+    x = flow.tensor(r.standard_normal((rows, k), dtype=numpy.float32), requires_grad=True)
+    w = flow.tensor(r.standard_normal((n, k), dtype=numpy.float32))
+    g = r.standard_normal((rows, n), dtype=numpy.float32)
+    F.linear(x, w).backward(flow.tensor(g))
+    assert x.grad.numpy().flags.c_contiguous
+    want = g.astype(numpy.float64) @ w.numpy().astype(numpy.float64)
+    assert_allclose(x.grad.numpy(), want, rtol=1e-4, atol=1e-4)
+    if n % 64 == 0 and "openblas" in str(numpy.show_config(mode="dicts")).lower():
+        assert_array_equal(x.grad.numpy(), g @ w.numpy())  # the same BLAS call, swapped
+
+
 def test_linear_falls_back_where_it_does_not_apply() -> None:
     x = flow.ones(2, 3, dtype=flow.float64)
     w = flow.ones(4, 3)
@@ -206,6 +221,38 @@ def test_cross_entropy_op_edge_cases() -> None:
     half = F.cross_entropy(flow.zeros(2, 3, dtype=flow.float16), flow.tensor([0, 1]))
     assert half.grad_fn is None and half.dtype == flow.float16  # the composite
     assert F.cross_entropy(x, flow.tensor([0, 1]), reduction="none").shape == (2,)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # log(0) of the all -inf row, both paths
+def test_cross_entropy_op_rows_with_infinities_match_the_composite(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpiflow.nn import _cross_entropy
+
+    x0 = rng(3).standard_normal((4, 5)).astype(numpy.float32)
+    x0[1, 2] = -numpy.inf  # finite row maximum: the lean kernel
+    x0[2, :] = -numpy.inf  # infinite row maximum: the reduction kernel
+    target = flow.tensor([0, 1, 3, 4])
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(_cross_entropy, "fits", lambda *a: False)
+        x = flow.tensor(x0, requires_grad=True)
+        loss = F.cross_entropy(x, target, reduction="sum")
+        loss.backward()
+        results.append((loss.numpy(), x.grad.numpy()))
+    assert_array_equal(results[0][0], results[1][0])
+    assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("dtype", [numpy.float16, numpy.float32, numpy.float64])
+def test_relu_gradient_is_the_masked_upstream_gradient(dtype: type) -> None:
+    x0 = rng(5).standard_normal((6, 7)).astype(dtype)
+    x0[0, :3] = 0  # relu'(0) is 0, as in PyTorch
+    g0 = rng(6).standard_normal((6, 7)).astype(dtype)
+    x = flow.tensor(x0, requires_grad=True)
+    F.relu(x).backward(flow.tensor(g0))
+    assert x.grad.dtype == x.dtype
+    assert_array_equal(x.grad.numpy(), g0 * (x0 > 0).astype(dtype))
 
 
 # -- optimizers ---------------------------------------------------------------------------------

@@ -34,8 +34,20 @@ Shape = tuple[int, ...]
 
 
 def _log_softmax(ctx: Context, x: Any) -> Any:
-    logp = SOFTMAX.kernel(ctx, x, dims=(1,), log=True)
-    return logp if logp.dtype == ctx.out_dtype else logp.astype(ctx.out_dtype)
+    """``log_softmax`` over dim 1 with the reduction kernel's operations (bitwise the same),
+    written into one new array: a float32/float64 input of finite row maxima (else the
+    reduction kernel, which handles infinite rows)."""
+    xp = ctx.xp
+    if x.dtype != ctx.out_dtype or x.size == 0:
+        logp = SOFTMAX.kernel(ctx, x, dims=(1,), log=True)
+        return logp if logp.dtype == ctx.out_dtype else logp.astype(ctx.out_dtype)
+    top = xp.max(x, axis=1, keepdims=True)
+    if not bool(xp.isfinite(top).all()):
+        return SOFTMAX.kernel(ctx, x, dims=(1,), log=True)
+    shifted = xp.subtract(x, top)
+    exps = xp.exp(shifted)
+    total = xp.sum(exps, axis=1, keepdims=True)
+    return xp.subtract(shifted, xp.log(total, out=total), out=shifted)
 
 
 def _picked(xp: Any, logp: Any, target: Any, ignore_index: int) -> tuple[Any, Any]:
@@ -71,11 +83,15 @@ def _grad(g: Tensor, operands: Any, out: Tensor, *, ignore_index: int, reduction
         with numpy.errstate(divide="ignore", invalid="ignore"):
             scale = xp.true_divide(scale, xp.sum(valid, dtype=x.dtype))
     per_row = xp.multiply(xp.broadcast_to(scale, target.shape), -1.0).astype(x.dtype, copy=False)
-    grad_logp = xp.zeros_like(logp)
-    rows = xp.arange(target.shape[0])
-    grad_logp[rows[valid], target[valid]] = per_row[valid]
-    row_sum = xp.sum(grad_logp, axis=1, keepdims=True)
-    dx = xp.subtract(grad_logp, xp.multiply(xp.exp(logp), row_sum))
+    # G has one entry per used row, so rowsum(G) is that entry (0 in ignored rows), and
+    # G - p * rowsum(G) is -(p * rowsum(G)) plus G at the targets: the same values, written
+    # into exp(logp)'s array instead of a zero-filled G and two temporaries.
+    row_sum = xp.where(valid, per_row, 0).astype(x.dtype, copy=False)[:, None]
+    dx = xp.exp(logp, out=logp)
+    xp.multiply(dx, row_sum, out=dx)
+    xp.negative(dx, out=dx)
+    rows = xp.arange(target.shape[0])[valid]
+    dx[rows, target[valid]] += per_row[valid]
     return Tensor(dx), None
 
 

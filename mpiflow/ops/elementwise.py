@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy
 
+from ..core.array_module import array_module
 from ..sbp import Partial, SbpParallel, Split
 from .engine import B, Context, OpDef, Signature
 
@@ -141,6 +142,20 @@ def _u(fn: Callable[[Any, Any, Any, Any], Any]) -> Callable[..., Any]:
     return rule
 
 
+def _relu_grad(g: Any, operands: Any, out: Any, **_: Any) -> tuple[Any]:
+    """``g * (x > 0)``: on local tensors one pass over the arrays (the mask multiplies as 1 or
+    0, the values of the composite ``g * (x > 0).to(g.dtype)``), else the composite."""
+    x = operands[0]
+    if (g._placement is None and x._placement is None and tuple(g._shape) == tuple(x._shape)
+            and g._data.dtype.kind in "fc"):
+        from .._tensor import Tensor
+
+        gd = g._data
+        return (Tensor(array_module(gd).multiply(gd, x._data > 0)),)
+    pw = _pw()
+    return (pw.mul(g, pw.gt(x, 0).to(g.dtype)),)
+
+
 def _b(fx: Callable[..., Any] | None, fy: Callable[..., Any] | None) -> Callable[..., Any]:
     """A binary rule from ``fx(pw, g, x, y, out)`` and ``fy(...)``, summed to each shape."""
 
@@ -218,7 +233,7 @@ UNARY_GRADS: dict[str, Callable[..., Any]] = {
     "cos": _u(lambda pw, g, x, out: pw.neg(pw.mul(g, pw.sin(x)))),
     "tanh": _u(lambda pw, g, x, out: pw.mul(g, pw.sub(1.0, pw.square(out)))),
     "sigmoid": _u(lambda pw, g, x, out: pw.mul(g, pw.mul(out, pw.sub(1.0, out)))),
-    "relu": _u(lambda pw, g, x, out: pw.mul(g, pw.gt(x, 0).to(g.dtype))),
+    "relu": _relu_grad,
     "gelu": _u(_gelu_grad),
     "erf": _u(lambda pw, g, x, out: pw.mul(g, pw.mul(pw.exp(pw.neg(pw.square(x))),
                                                      1.1283791670955126))),

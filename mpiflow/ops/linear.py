@@ -48,15 +48,24 @@ faster with the operands swapped (measured: 32 x 512 by 512 x 1024, 0.45 -> 0.30
 result's C-ordered copy included; with many rows the swap is slower). The operands are used
 as they lie; only the small output is copied into C order. The sums run in the same order,
 so the bits are those of ``x @ w.T``: both are the same transposed-second-operand BLAS call
-with the operands exchanged (checked on OpenBLAS for hundreds of shapes)."""
+with the operands exchanged (checked on OpenBLAS for hundreds of shapes). The input gradient
+``g @ w`` is taken the same way, as ``(w.T @ g.T).T``: the gain is largest when ``w`` is no
+longer in the cache, as in a training step (2 MB weight: 0.44 -> 0.38 ms, same bits)."""
+
+
+def _swaps(xp: Any, x: Any, w: Any) -> bool:
+    """Whether ``x`` (rows by ``w``'s columns or rows) and ``w`` take the swapped product."""
+    return xp is numpy and x.ndim == 2 and x.shape[0] <= _SWAP_ROWS and w.size >= _SWAP_WEIGHT
+
+
+def _swapped(xp: Any, a: Any, b: Any) -> Any:
+    """``(a @ b).T`` in C order."""
+    return xp.ascontiguousarray(xp.matmul(a, b).T)
 
 
 def _linear_kernel(ctx: Context, x: Any, w: Any, *bias: Any) -> Any:
     xp = ctx.xp
-    if xp is numpy and x.ndim == 2 and x.shape[0] <= _SWAP_ROWS and w.size >= _SWAP_WEIGHT:
-        out = xp.ascontiguousarray(xp.matmul(w, x.T).T)
-    else:
-        out = xp.matmul(x, w.T)
+    out = _swapped(xp, w, x.T) if _swaps(xp, x, w) else xp.matmul(x, w.T)
     if bias:
         out += bias[0]
     return out
@@ -68,7 +77,9 @@ def _linear_grad(g: Tensor, operands: Any, out: Tensor, *,
     sum the matmul and sum ops would make, without an engine call each."""
     gd, x, w = g._data, operands[0]._data, operands[1]._data
     xp = array_module(gd)
-    gx = Tensor(xp.matmul(gd, w)) if needs[0] else None
+    gx = None
+    if needs[0]:
+        gx = Tensor(_swapped(xp, w.T, gd.T) if _swaps(xp, gd, w) else xp.matmul(gd, w))
     gw = None
     if needs[1]:
         g2 = gd if gd.ndim == 2 else gd.reshape(-1, gd.shape[-1])
