@@ -10,7 +10,7 @@ for the single-process figures. Three tables:
   :data:`LOCAL_GOAL_US` above numpy, the global one at most :data:`GLOBAL_GOAL_US` above the
   local one.
 * **training steps**: the MLPs of :mod:`.engine_models` (64-128-64-10 at batch 16, and
-  512-1024-512, 1M parameters, at batch 32; cross-entropy), SGD and Adam, as mpiflow,
+  512-1024-512, 1M parameters, at batch 32; cross-entropy), SGD (momentum 0.9) and Adam, as mpiflow,
   mpiflow with ``foreach=True`` and PyTorch on the CPU with one thread. The goals: the small
   step within :data:`SMALL_GOAL` x PyTorch, the 1M step within :data:`LARGE_GOAL` x.
 * **memory**: how far the resident set peaks during training above where it stood before the

@@ -106,7 +106,7 @@ def build_step(lib: str, model: str, optimizer: str, foreach: bool = False
 
         cls = optim.SGD if optimizer == "sgd" else optim.Adam
         flat: dict[str, Any] = {"foreach": True} if foreach else {}
-        opt = cls(net.parameters(), lr=1e-3, **flat)
+        opt = cls(net.parameters(), lr=1e-3, **_hyper(optimizer), **flat)
         inputs, target, loss_fn = tensor(x), tensor(y), F.cross_entropy
     elif lib == "torch":
         import torch
@@ -114,7 +114,7 @@ def build_step(lib: str, model: str, optimizer: str, foreach: bool = False
         torch.set_num_threads(1)
         net = _torch_copy(net, widths)  # the mpiflow copy is dropped here
         tcls = torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam
-        opt = tcls(net.parameters(), lr=1e-3)
+        opt = tcls(net.parameters(), lr=1e-3, **_hyper(optimizer))
         inputs, target = torch.from_numpy(x), torch.from_numpy(y)
         loss_fn = torch.nn.functional.cross_entropy
     else:
@@ -174,3 +174,9 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def _hyper(optimizer: str) -> dict[str, Any]:
+    """The optimizer's settings beyond the learning rate, the same on both sides: SGD with
+    momentum (issue #13 measures "SGD with momentum"), Adam with PyTorch's defaults."""
+    return {"momentum": 0.9} if optimizer == "sgd" else {}
