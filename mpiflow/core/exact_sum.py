@@ -17,6 +17,10 @@ bit of the block's smallest magnitude (then none is left: the loop ends without 
 until none is left (the few non-zero remainders are compressed first). Float16/32 blocks are
 widened to float64, which is exact.
 
+Two fast paths cover most blocks: float64 blocks whose range two levels cover skip the dense
+remainder (:func:`_fast64`); float16/32 blocks are summed in float64 groups small enough to be
+exact in any order (:func:`_rows_narrow`). Other blocks take the general levels.
+
 Pure numpy; no MPI (the communication layers all-reduce states as integers).
 
 Example:
