@@ -46,7 +46,8 @@ __all__ = [
 
 W = 47                      # bits per extraction level: 2**15 * 2**47 <= 2**62 (int64 sums)
 CHUNK = 1 << 15             # elements per block (cache-sized, and the exactness bound)
-NARROW_CHUNK = 1 << 16      # float16/32 elements per block of exact group sums
+FAST_CHUNK = 1 << 16        # elements per block of the fast paths
+FAST_W = 46                 # bits per level of the float64 fast path: 2**16 * 2**46 <= 2**62
 SCALE = 1074                # the state counts units of 2**-1074, float64's smallest subnormal
 BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M stays finite)
 BIG_SHIFT = 256
@@ -66,8 +67,8 @@ class _Buffers:
     """Scratch arrays reused across blocks, so the loop allocates nothing per block."""
 
     def __init__(self) -> None:
-        self.wide = numpy.empty(NARROW_CHUNK, numpy.float64)
-        self.t = numpy.empty(CHUNK, numpy.float64)
+        self.wide = numpy.empty(FAST_CHUNK, numpy.float64)
+        self.t = numpy.empty(FAST_CHUNK, numpy.float64)
         self.r = numpy.empty(CHUNK, numpy.float64)
         self.mask = numpy.empty(CHUNK, bool)
         self.magnitude: dict[numpy.dtype, numpy.ndarray] = {}
@@ -76,7 +77,7 @@ class _Buffers:
         """``|block|`` in a buffer of the block's dtype (float64: ``t``, free until used)."""
         buf = self.t if block.dtype == numpy.float64 else self.magnitude.get(block.dtype)
         if buf is None:
-            buf = self.magnitude[block.dtype] = numpy.empty(NARROW_CHUNK, block.dtype)
+            buf = self.magnitude[block.dtype] = numpy.empty(FAST_CHUNK, block.dtype)
         return numpy.abs(block, out=buf[:block.size])
 
 
@@ -109,16 +110,15 @@ def _finite_sum(x: numpy.ndarray, bufs: _Buffers, counts: numpy.ndarray | None =
 
     Each block takes a fast path when its range allows one (:func:`_fast64`, :func:`_rows_narrow`),
     else the general levels of :func:`_block_sum`. float16/32 blocks on the fast path leave exact
-    float64 partial sums, which are summed exactly at the end; they come in blocks of
-    ``NARROW_CHUNK`` (no integer sums bound them), fewer numpy calls per element.
+    float64 partial sums, which are summed exactly at the end. The fast paths take blocks of
+    ``FAST_CHUNK`` elements (fewer numpy calls), the general levels pieces of ``CHUNK``.
     """
     acc = 0
     wide64 = x.dtype == numpy.float64
     prec, emin, _ = _FORMATS[x.dtype.itemsize]
     partials: list[numpy.ndarray] = []
-    step = CHUNK if wide64 else NARROW_CHUNK
-    for start in range(0, x.size, step):
-        block = x[start:start + step]
+    for start in range(0, x.size, FAST_CHUNK):
+        block = x[start:start + FAST_CHUNK]
         magnitude = bufs.abs(block)
         hi, lo = float(magnitude.max()), float(magnitude.min())
         if hi < BIG:
@@ -191,8 +191,8 @@ def _fast64(x: numpy.ndarray, hi: float, lo: float, bufs: _Buffers) -> int | Non
     ``t1 - (M1 + M2) = q1 - M2`` is exact, and so is the rounding of ``x - (q1 - M2)``, whose
     real value is ``r + M2``; so the dense remainder is never formed.
     """
-    b1 = math.frexp(hi)[1] - W
-    b2 = b1 - W
+    b1 = math.frexp(hi)[1] - FAST_W
+    b2 = b1 - FAST_W
     if b2 < -SCALE or not lo >= math.ldexp(1.0, b2 + 52):
         return None                     # bits below the second level's grid
     m = x.size
@@ -245,7 +245,7 @@ def _group_sums(wide: numpy.ndarray, k: int) -> numpy.ndarray:
 
 
 _ONES: dict[int, numpy.ndarray] = {}
-_LOG_CHUNK = NARROW_CHUNK.bit_length() - 1
+_LOG_CHUNK = FAST_CHUNK.bit_length() - 1
 _MIN_LOG_GROUP = 3
 
 
