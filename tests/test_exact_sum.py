@@ -162,3 +162,59 @@ def test_the_input_is_left_unchanged(dtype: type) -> None:
         xs.sum_state(x)
         xs.rows_state(x.reshape(1, -1))
         assert bits(x) == bits(before)
+
+
+# -- the fast paths (float64: two fused levels; float16/32: exact float64 group sums) ----------
+def fast_path_cases(dtype: type) -> list[numpy.ndarray]:
+    """Blocks that take each path: narrow and wide ranges, zeros, uneven tails, tiny groups."""
+    rng = numpy.random.default_rng(11)
+    n = 3 * xs.CHUNK + 123                      # full blocks and a partial last block
+    normal = rng.standard_normal(n)
+    zeros = normal.copy()
+    zeros[rng.random(n) < 0.3] = 0.0            # the smallest non-zero decides, not the zeros
+    spread = normal * 2.0 ** rng.integers(-20, 4, n)    # narrow-format groups of few elements
+    wide = normal * 2.0 ** rng.integers(-40, 40, n)     # too wide for the fast paths
+    offset = rng.random(n) * 1e-3 + 1e3         # many equal exponents: long groups
+    tail = normal[:xs.CHUNK + 5]
+    with numpy.errstate(all="ignore"):
+        return [c.astype(dtype) for c in (normal, zeros, spread, wide, offset, tail)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fast_paths_are_exact(dtype: type) -> None:
+    for x in fast_path_cases(dtype):
+        x = x[numpy.isfinite(x)]
+        state = xs.sum_state(x)
+        assert Fraction(xs.state_to_int(state), 1 << 1074) == exact(x)
+        assert bits(xs.state_value(state, dtype)) == bits(rounded(exact(x), dtype))
+
+
+def test_each_fast_path_is_taken_and_declined() -> None:
+    rng = numpy.random.default_rng(5)
+    bufs = xs._Buffers()
+    x = rng.standard_normal(1000)
+    got = xs._fast64(x, float(abs(x).max()), float(abs(x).min()), bufs)
+    assert got is not None and Fraction(got, 1 << 1074) == exact(x)
+    # a smallest magnitude whose last bit lies below the second level's grid: declined
+    y = numpy.array([1.0, 2.0 ** -60])
+    assert xs._fast64(y, 1.0, 2.0 ** -60, bufs) is None
+    z = numpy.array([1.0, 2.0 ** -40], numpy.float32)
+    assert xs._rows_narrow(z, 1.0, 2.0 ** -40, 24, -126, bufs) is None
+    # magnitudes 2**-12 .. 2**12 allow groups of 64 (strided columns); a narrow range allows
+    # one group of the whole block (rows); both give exact partial sums, a short tail its own
+    sign = numpy.where(rng.random(5000) < 0.5, -1.0, 1.0)
+    wide = (sign * 2.0 ** rng.integers(-12, 12, 5000) * 1.5).astype(numpy.float32)
+    narrow = (sign * (1.0 + rng.random(5000))).astype(numpy.float32)
+    for w, groups in ((wide, 5000 // 64 + 1), (narrow, 5000 // 2 ** 15 + 1)):
+        a = numpy.abs(w)
+        part = xs._rows_narrow(w, float(a.max()), float(a.min()), 24, -126, bufs)
+        assert part is not None and part.size == groups
+        assert sum(map(Fraction, part.tolist())) == exact(w)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_smallest_nonzero(dtype: type) -> None:
+    tiny = numpy.finfo(dtype).smallest_subnormal
+    assert xs._smallest_nonzero(numpy.array([0.0, 3.0, tiny, 0.0], dtype)) == float(tiny)
+    assert xs._smallest_nonzero(numpy.array([2.0, 0.5], dtype)) == 0.5
+    assert xs._smallest_nonzero(numpy.zeros(4, dtype)) == 0.0

@@ -17,6 +17,10 @@ bit of the block's smallest magnitude (then none is left: the loop ends without 
 until none is left (the few non-zero remainders are compressed first). Float16/32 blocks are
 widened to float64, which is exact.
 
+Two fast paths cover most blocks: float64 blocks whose range two levels cover skip the dense
+remainder (:func:`_fast64`); float16/32 blocks are summed in float64 groups small enough to be
+exact in any order (:func:`_rows_narrow`). Other blocks take the general levels.
+
 Pure numpy; no MPI (the communication layers all-reduce states as integers).
 
 Example:
@@ -42,6 +46,8 @@ __all__ = [
 
 W = 47                      # bits per extraction level: 2**15 * 2**47 <= 2**62 (int64 sums)
 CHUNK = 1 << 15             # elements per block (cache-sized, and the exactness bound)
+FAST_CHUNK = 1 << 16        # elements per block of the fast paths
+FAST_W = 46                 # bits per level of the float64 fast path: 2**16 * 2**46 <= 2**62
 SCALE = 1074                # the state counts units of 2**-1074, float64's smallest subnormal
 BIG = 2.0 ** 900            # larger magnitudes are summed scaled by 2**-BIG_SHIFT (M stays finite)
 BIG_SHIFT = 256
@@ -61,8 +67,8 @@ class _Buffers:
     """Scratch arrays reused across blocks, so the loop allocates nothing per block."""
 
     def __init__(self) -> None:
-        self.wide = numpy.empty(CHUNK, numpy.float64)
-        self.t = numpy.empty(CHUNK, numpy.float64)
+        self.wide = numpy.empty(FAST_CHUNK, numpy.float64)
+        self.t = numpy.empty(FAST_CHUNK, numpy.float64)
         self.r = numpy.empty(CHUNK, numpy.float64)
         self.mask = numpy.empty(CHUNK, bool)
         self.magnitude: dict[numpy.dtype, numpy.ndarray] = {}
@@ -71,7 +77,7 @@ class _Buffers:
         """``|block|`` in a buffer of the block's dtype (float64: ``t``, free until used)."""
         buf = self.t if block.dtype == numpy.float64 else self.magnitude.get(block.dtype)
         if buf is None:
-            buf = self.magnitude[block.dtype] = numpy.empty(CHUNK, block.dtype)
+            buf = self.magnitude[block.dtype] = numpy.empty(FAST_CHUNK, block.dtype)
         return numpy.abs(block, out=buf[:block.size])
 
 
@@ -100,32 +106,147 @@ def _clean(block: numpy.ndarray, counts: numpy.ndarray) -> tuple[numpy.ndarray, 
 
 
 def _finite_sum(x: numpy.ndarray, bufs: _Buffers, counts: numpy.ndarray | None = None) -> int:
-    """The exact sum of a 1-D float array, in units of ``2**-1074`` (a Python int)."""
+    """The exact sum of a 1-D float array, in units of ``2**-1074`` (a Python int).
+
+    Each block takes a fast path when its range allows one (:func:`_fast64`, :func:`_rows_narrow`),
+    else the general levels of :func:`_block_sum`. float16/32 blocks on the fast path leave exact
+    float64 partial sums, which are summed exactly at the end. The fast paths take blocks of
+    ``FAST_CHUNK`` elements (fewer numpy calls), the general levels pieces of ``CHUNK``.
+    """
     acc = 0
     wide64 = x.dtype == numpy.float64
-    prec = _FORMATS[x.dtype.itemsize][0]
-    for start in range(0, x.size, CHUNK):
-        block = x[start:start + CHUNK]
+    prec, emin, _ = _FORMATS[x.dtype.itemsize]
+    partials: list[numpy.ndarray] = []
+    for start in range(0, x.size, FAST_CHUNK):
+        block = x[start:start + FAST_CHUNK]
         magnitude = bufs.abs(block)
         hi, lo = float(magnitude.max()), float(magnitude.min())
-        own = not wide64                # the caller's data are never written
-        if not hi < BIG:                # NaN, infinities or huge values
-            if counts is None:
-                raise AssertionError("non-finite values reached the finite kernel")
-            block, extra = _clean(block, counts)
-            acc += extra
-            magnitude = numpy.abs(block)
-            hi, lo = float(magnitude.max()), float(magnitude.min())
-            own = True
-        elif not wide64:
-            wide = bufs.wide[:block.size]
-            numpy.copyto(wide, block)
-            block = wide
-        if hi == 0.0:
-            continue
-        acc += _block_sum(block, math.frexp(hi)[1] - W, lo, prec, bufs, dense_first=wide64,
-                          own=own)
+        if hi < BIG:
+            if hi == 0.0:
+                continue
+            if lo == 0.0:
+                lo = _smallest_nonzero(magnitude)
+            if wide64:
+                fast = _fast64(block, hi, lo, bufs)
+                if fast is not None:
+                    acc += fast
+                    continue
+            else:
+                part = _rows_narrow(block, hi, lo, prec, emin, bufs)
+                if part is not None:
+                    partials.append(part)
+                    continue
+        for first in range(0, block.size, CHUNK):
+            acc += _general(block[first:first + CHUNK], prec, bufs, counts)
+    if partials:
+        acc += _finite_sum(numpy.concatenate(partials), _Buffers())
     return acc
+
+
+def _general(block: numpy.ndarray, prec: int, bufs: _Buffers,
+             counts: numpy.ndarray | None) -> int:
+    """Exact sum of a block of at most ``CHUNK`` elements by the general levels."""
+    wide64 = block.dtype == numpy.float64
+    magnitude = bufs.abs(block)
+    hi, lo = float(magnitude.max()), float(magnitude.min())
+    own = not wide64                # the caller's data are never written
+    extra = 0
+    if not hi < BIG:                # NaN, infinities or huge values
+        if counts is None:
+            raise AssertionError("non-finite values reached the finite kernel")
+        block, extra = _clean(block, counts)
+        magnitude = numpy.abs(block)
+        hi, lo = float(magnitude.max()), float(magnitude.min())
+        own = True
+    elif not wide64:
+        wide = bufs.wide[:block.size]
+        numpy.copyto(wide, block)
+        block = wide
+    if hi == 0.0:
+        return extra
+    return extra + _block_sum(block, math.frexp(hi)[1] - W, lo, prec, bufs,
+                              dense_first=wide64, own=own)
+
+
+def _smallest_nonzero(magnitude: numpy.ndarray) -> float:
+    """The smallest non-zero value of a non-negative float array (0.0 when all are zero).
+
+    Overwrites ``magnitude``: as unsigned integers, ``bits - 1`` wraps zeros to the largest
+    value and keeps the order of the others.
+    """
+    kind = numpy.uint64 if magnitude.dtype.itemsize == 8 else (
+        numpy.uint32 if magnitude.dtype.itemsize == 4 else numpy.uint16)
+    bits = magnitude.view(kind)
+    numpy.subtract(bits, kind(1), out=bits)
+    low = bits.min()
+    if low == numpy.iinfo(kind).max:
+        return 0.0
+    return float(numpy.array(low + kind(1), kind).view(magnitude.dtype))
+
+
+def _fast64(x: numpy.ndarray, hi: float, lo: float, bufs: _Buffers) -> int | None:
+    """Exact sum of a float64 block in two levels, or None when two do not cover its range.
+
+    The second level's input ``r + M2`` (``r = x - q1``) comes from one subtraction:
+    ``t1 - (M1 + M2) = q1 - M2`` is exact, and so is the rounding of ``x - (q1 - M2)``, whose
+    real value is ``r + M2``; so the dense remainder is never formed.
+    """
+    b1 = math.frexp(hi)[1] - FAST_W
+    b2 = b1 - FAST_W
+    if b2 < -SCALE or not lo >= math.ldexp(1.0, b2 + 52):
+        return None                     # bits below the second level's grid
+    m = x.size
+    m1 = math.ldexp(1.5, b1 + 52)
+    m2 = math.ldexp(1.5, b2 + 52)
+    t = bufs.t[:m]
+    numpy.add(x, m1, out=t)
+    raw1 = int(t.view(numpy.int64).sum())
+    numpy.subtract(t, m1 + m2, out=t)   # q1 - M2 (exact: both sides on the grid of 2**b1)
+    numpy.subtract(x, t, out=t)         # fl(r + M2)
+    raw2 = int(t.view(numpy.int64).sum())
+    u1 = ((raw1 - m * (((b1 + 1075) << 52) | _HALF_MANTISSA) + _HALF) & _WRAP) - _HALF
+    u2 = ((raw2 - m * (((b2 + 1075) << 52) | _HALF_MANTISSA) + _HALF) & _WRAP) - _HALF
+    return (u1 << (b1 + SCALE)) + (u2 << (b2 + SCALE))
+
+
+def _rows_narrow(x: numpy.ndarray, hi: float, lo: float, prec: int, emin: int,
+                 bufs: _Buffers) -> numpy.ndarray | None:
+    """Exact float64 partial sums of a float16/32 block, or None when its range is too wide.
+
+    Every element is a multiple of ``u``, the last bit of the smallest non-zero magnitude, and
+    below ``2**E``; so any sum of ``k <= 2**53 * u / 2**E`` of them, in any order, is a multiple
+    of ``u`` below ``2**53 * u``: exact in float64. The block is widened and summed in groups
+    of ``k`` (a BLAS matrix-vector product; its order does not matter).
+    """
+    e = math.frexp(hi)[1]
+    unit = max(math.frexp(lo)[1] - 1, emin) - prec + 1
+    logk = min(53 + unit - e, _LOG_CHUNK)
+    if logk < _MIN_LOG_GROUP:
+        return None
+    k = 1 << logk
+    m = x.size
+    wide = bufs.wide[:m]
+    numpy.copyto(wide, x)
+    whole = m - m % k
+    parts = [_group_sums(wide[:whole], k)] if whole else []
+    if whole < m:
+        parts.append(numpy.array([wide[whole:].sum()]))
+    return parts[0] if len(parts) == 1 else numpy.concatenate(parts)
+
+
+def _group_sums(wide: numpy.ndarray, k: int) -> numpy.ndarray:
+    """Sums of ``wide.size // k`` disjoint groups of ``k`` elements (float64, BLAS gemv)."""
+    ones = _ONES.get(k)
+    if ones is None:
+        ones = _ONES[k] = numpy.ones(k)
+    if k >= 256:
+        return wide.reshape(-1, k) @ ones           # rows
+    return ones @ wide.reshape(k, -1)               # strided columns: long inner loops
+
+
+_ONES: dict[int, numpy.ndarray] = {}
+_LOG_CHUNK = FAST_CHUNK.bit_length() - 1
+_MIN_LOG_GROUP = 3
 
 
 def _block_sum(r: numpy.ndarray, b: int, smallest: float, prec: int, bufs: _Buffers,
