@@ -152,6 +152,26 @@ def test_all_reduce(device_comm: Any, cp: Any, dtype: str, op: ReduceOp) -> None
     _expect(x, reduce_expected(op, all_data((ODD,), dtype)))
 
 
+def test_zero_dimensional_device_arrays(device_comm: Any, cp: Any) -> None:
+    # A 0-d array is one element with shape (): staging must keep the shape (CuPy's set()
+    # refuses a (1,) source for a () target), as the sum of a global tensor needs.
+    x = cp.asarray(numpy.float32(RANK + 1))
+    device_comm.all_reduce(x, ReduceOp.SUM)
+    assert x.shape == ()
+    assert float(x) == WORLD * (WORLD + 1) / 2
+    y = cp.asarray(numpy.int64(RANK))
+    device_comm.broadcast(y, WORLD - 1)
+    assert y.shape == () and int(y) == WORLD - 1
+    out = cp.zeros(WORLD, dtype=cp.float32)
+    device_comm.all_gather(cp.asarray(numpy.float32(RANK)).reshape(1), out)
+    _expect(out, numpy.arange(WORLD, dtype=numpy.float32))
+    z = cp.asarray(numpy.float64(RANK))
+    work = device_comm.all_reduce(z, ReduceOp.MAX, async_op=True)
+    assert work is not None
+    work.wait()
+    assert z.shape == () and float(z) == WORLD - 1
+
+
 def test_every_collective(device_comm: Any, cp: Any) -> None:
     root = WORLD - 1
     data = rank_data((WORLD, ODD), numpy.float32, RANK)

@@ -226,7 +226,9 @@ class CupyOps(DeviceOps):
         if dst.size == 0:
             return
         target = dst if dst.flags.c_contiguous else self.empty(dst.shape, dst.dtype)
-        target.set(numpy.ascontiguousarray(src))
+        # numpy.ascontiguousarray makes a 0-d array 1-d, which CuPy's set() refuses for a 0-d
+        # target: reshape back (a view, no copy).
+        target.set(numpy.ascontiguousarray(src).reshape(target.shape))
         self.synchronize()  # src (often a pinned buffer about to be reused) is free again
         if target is not dst:
             dst[...] = target

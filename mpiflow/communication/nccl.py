@@ -286,6 +286,16 @@ class NCCLCommunicator(Communicator):
     def _launch(self, enqueue: _Step, after: Sequence[_Step], keep: Any,
                 async_op: bool) -> Work | None:
         """Queue NCCL work under the lock; finish now, or when the returned work completes."""
+        if not async_op:
+            # A blocking call waits for the stream itself: no event to make and record (a few
+            # microseconds of an 8-byte call), and nothing left queued for a later MPI call.
+            with self._lock:
+                enqueue()
+                self._ops.synchronize()
+                self._last = None
+            for step in after:
+                step()
+            return None
         with self._lock:
             enqueue()
             marker = self._ops.record()
@@ -295,11 +305,7 @@ class NCCLCommunicator(Communicator):
             for step in after:
                 step()
 
-        if async_op:
-            return Work([marker], finish, keep, _wait_markers, _markers_done)
-        marker.wait()
-        finish()
-        return None
+        return Work([marker], finish, keep, _wait_markers, _markers_done)
 
     def _drain(self) -> None:
         """Wait for the NCCL work queued so far (before MPI may touch the GPU)."""
