@@ -634,6 +634,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 @needs_cuda
+@pytest.mark.gpu
 @pytest.mark.parametrize("through", ["cupy", "pinned"])
 def test_cuda_tensors(through: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from mpiflow.core import torch_arrays as _torch_arrays

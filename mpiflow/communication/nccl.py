@@ -198,6 +198,8 @@ class NCCLCommunicator(Communicator):
         self._p2p_on_group = False
         self._lock = threading.RLock()
         self._last: Marker | None = None
+        self._plans: dict[tuple[Any, ReduceOp], NcclReduction | str] = {}
+        self._code_cache: dict[NcclReduction, tuple[int, int]] = {}
 
     @property
     def array_module(self) -> Any:
@@ -329,11 +331,21 @@ class NCCLCommunicator(Communicator):
         return Work() if async_op else None
 
     def _reduction(self, dtype: Any, op: ReduceOp) -> NcclReduction | str:
-        check_reduce_dtype(op, dtype)
-        return nccl_reduction(dtype, op, self._backend.has_avg)
+        # Planned once per (dtype, op): the checks and dtype names cost more than the NCCL
+        # call of a small message. A pair that fails the check is never cached.
+        key = (dtype, op)
+        plan = self._plans.get(key)
+        if plan is None:
+            check_reduce_dtype(op, dtype)
+            plan = self._plans[key] = nccl_reduction(dtype, op, self._backend.has_avg)
+        return plan
 
     def _codes(self, plan: NcclReduction) -> tuple[int, int]:
-        return self._backend.dtype(plan.dtype), self._backend.op(plan.op)
+        codes = self._code_cache.get(plan)
+        if codes is None:
+            codes = self._code_cache[plan] = (self._backend.dtype(plan.dtype),
+                                              self._backend.op(plan.op))
+        return codes
 
     def _divide(self, dev: Any) -> _Step:
         size = self.size

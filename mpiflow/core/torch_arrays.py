@@ -186,12 +186,40 @@ def _cupy() -> Any:
         return None
 
 
+def _sync_current_stream(torch: Any, cupy: Any, index: int) -> None:
+    """Wait for the work queued on torch's current stream of device ``index``.
+
+    Through the raw stream handle when this torch has it (about 1 us, against 4-5 us for
+    ``torch.cuda.current_stream(device).synchronize()``, measured on an H100).
+    """
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None and cupy is not None:
+        cupy.cuda.runtime.streamSynchronize(raw(index))
+    else:
+        torch.cuda.current_stream(index).synchronize()
+
+
+def _cupy_view(cupy: Any, t: Any, index: int) -> Any:
+    """A CuPy array on the memory of CUDA tensor ``t`` (a numpy-typed dtype), zero-copy.
+
+    A contiguous tensor is wrapped from its pointer directly (2-3 us); anything else goes
+    through ``__cuda_array_interface__`` (``cupy.asarray``, 7-8 us on an H100).
+    """
+    dtype = numpy_dtype(t.dtype)
+    if dtype is None or not t.is_contiguous() or t.numel() == 0:
+        with cupy.cuda.Device(index):
+            return cupy.asarray(t)
+    memory = cupy.cuda.UnownedMemory(t.data_ptr(), t.numel() * t.element_size(), t, index)
+    return cupy.ndarray(tuple(t.shape), dtype, cupy.cuda.MemoryPointer(memory, 0))
+
+
 def _stage_cuda(t: Any, what: str, *, reduce: bool, write: bool) -> tuple[Any, Post | None]:
     torch = _torch()
+    cupy = _cupy()
+    index = t.get_device()
     # Kernels queued on the tensor's current stream may still be writing it: MPI and NCCL
     # (on CuPy's stream) must not read the memory before they finish.
-    torch.cuda.current_stream(t.device).synchronize()
-    cupy = _cupy()
+    _sync_current_stream(torch, cupy, index)
     if cupy is not None:
         work, post = t, None
         if reduce and numpy_dtype(t.dtype) is None:
@@ -199,8 +227,7 @@ def _stage_cuda(t: Any, what: str, *, reduce: bool, write: bool) -> tuple[Any, P
             post = _copy_back(t, work) if write else None
         elif numpy_dtype(t.dtype) is None:
             work = t.view(_bits_dtype(t))
-        with cupy.cuda.Device(t.device.index):
-            array = cupy.asarray(work)
+        array = _cupy_view(cupy, work, index)
 
         def synced() -> None:
             # The device communicator may leave work queued on CuPy's stream.
