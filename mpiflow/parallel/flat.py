@@ -39,7 +39,7 @@ __all__ = ["PIECE_BYTES", "FlatGradients", "all_reduce_pieces"]
 PIECE_BYTES = 16 << 20
 """A bucket is all-reduced (blocking) in pieces of at most this many bytes: one all-reduce of
 tens of MiB was twice as slow here as 16 MiB pieces, its buffers no longer fitting the caches
-(docs/benchmarks.md, Gradient sync). The pieces are independent, as the reduction is
+(docs/benchmarks/grad-sync.md). The pieces are independent, as the reduction is
 elementwise, so the result does not depend on them."""
 
 
