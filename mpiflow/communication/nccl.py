@@ -52,7 +52,7 @@ from .cuda_aware import CudaAwareCommunicator
 from .device_ops import DeviceOps, Marker
 from .mpi import MPICommunicator, _displacements
 from .staging import PinnedPool, StagedCommunicator
-from .transport import NcclReduction, nccl_reduction
+from .transport import NCCL_INSTALL_HINT, NcclReduction, nccl_reduction
 
 __all__ = ["BOOTSTRAP_TAG", "CupyNccl", "NCCLCommunicator", "NcclBackend"]
 
@@ -115,7 +115,7 @@ class CupyNccl(NcclBackend):
             warnings.simplefilter("ignore")
             self._nccl = importlib.import_module("cupy.cuda.nccl")
         if not getattr(self._nccl, "available", True):
-            raise RuntimeError("CuPy was installed without NCCL (pip install nvidia-nccl-cu12)")
+            raise RuntimeError(f"CuPy was installed without NCCL ({NCCL_INSTALL_HINT})")
         try:
             version = int(self._nccl.get_version())
         except Exception:

@@ -39,6 +39,7 @@ from ..core.reduce_op import ReduceOp
 
 __all__ = [
     "BACKENDS",
+    "NCCL_INSTALL_HINT",
     "NcclReduction",
     "Transport",
     "TransportChoice",
@@ -249,6 +250,9 @@ def cuda_aware_mpi(environ: Mapping[str, str] | None = None,
 
 
 # -- NCCL -------------------------------------------------------------------------------------
+NCCL_INSTALL_HINT = "pip install nvidia-nccl-cu12, or nvidia-nccl-cu13 with CUDA 13"
+
+
 @functools.lru_cache(maxsize=1)
 def nccl_status() -> tuple[bool, str]:
     """Whether CuPy's NCCL can be used, and what was found (imports CuPy; cached).
@@ -267,7 +271,7 @@ def nccl_status() -> tuple[bool, str]:
     except Exception as exc:
         return False, f"cupy.cuda.nccl does not import ({type(exc).__name__}: {exc})"
     if not getattr(nccl, "available", True) or not hasattr(nccl, "NcclCommunicator"):
-        return False, "CuPy was installed without NCCL (pip install nvidia-nccl-cu12)"
+        return False, f"CuPy was installed without NCCL ({NCCL_INSTALL_HINT})"
     try:
         version = int(nccl.get_version())
     except Exception:
