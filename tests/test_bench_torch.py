@@ -276,3 +276,31 @@ def test_the_three_sides_agree() -> None:
     job = run_job(2, _SIDES_AGREE, timeout=150, env={"OMP_NUM_THREADS": "1"})
     assert job.returncode == 0, job.stderr
     assert job.stdout.count("sides agree") == 2  # on both ranks
+
+
+# -- torch.distributed on CUDA tensors (mpiflow.bench.torch_cuda) -----------------------------
+
+def test_torch_cuda_sizes_and_table() -> None:
+    from mpiflow.bench import torch_cuda
+
+    assert torch_cuda.sizes(8, 64 << 20, 4)[:3] == [8, 32, 128]
+    assert torch_cuda.sizes(8, 64 << 20, 4)[-2:] == [32 << 20, 64 << 20]
+    result = {"ranks": 2, "gpu": "GPU", "torch": "2.x", "sides": ["mpiflow", "staged"],
+              "nccl_left_out": "ranks share a GPU, which NCCL refuses",
+              "ops": {"all_reduce": [{"bytes": 8, "us": {"mpiflow": 30.0, "staged": 20.0},
+                                      "busbw_GBps": {"mpiflow": 0.0, "staged": 0.0}}]}}
+    text = torch_cuda.markdown(result)
+    assert "(nccl side left out: ranks share a GPU, which NCCL refuses)" in text
+    assert "| 8 | 30.0 | 20.0 | 1.50 | 0.00 |" in text
+
+
+def test_torch_cuda_says_why_it_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from mpiflow.bench import torch_cuda
+
+    problem = torch_cuda.torch_cuda_problem()
+    if problem is None:
+        pytest.skip("this machine has a CUDA device: the suite would run")
+    assert torch_cuda.main(["--max-bytes", "64"]) == 2
+    assert problem in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        torch_cuda.main(["--ops", "no_such_op"])
