@@ -33,17 +33,17 @@ import mpiflow.optim
 # to 16 ranks while they run (as in tests/test_boxing_plan.py).
 FAKE_WORLD = {
     "mpiflow.placement",
-    "mpiflow.boxing.layout",
-    "mpiflow.boxing.plan",
-    "mpiflow.boxing.plan.plan_redistribution",
-    "mpiflow.boxing.shards.local_shape",
-    "mpiflow.boxing.shards.scatter_value",
-    "mpiflow.boxing.shards.split_leaves",
+    "mpiflow.layouts.layout",
+    "mpiflow.layouts.plan",
+    "mpiflow.layouts.plan.plan_redistribution",
+    "mpiflow.layouts.shards.local_shape",
+    "mpiflow.layouts.shards.scatter_value",
+    "mpiflow.layouts.shards.split_leaves",
 }
 
 # Examples that communicate on a placement of N ranks: run by the 2-rank doctest step.
 MULTI_RANK = {
-    "mpiflow._layout.to_global": 2,
+    "mpiflow.tensors.conversion.to_global": 2,
     "mpiflow.boxing.execute.redistribute": 2,
     "mpiflow.comm.recv": 2,
     "mpiflow.io.mpiio": 2,
@@ -51,9 +51,9 @@ MULTI_RANK = {
 
 # Examples that need CuPy and a CUDA device.
 GPU = {
-    "mpiflow.communication.device",
-    "mpiflow.communication.nccl.NCCLCommunicator",
-    "mpiflow.communication.nccl.NCCLCommunicator.connect",
+    "mpiflow.communication.gpu.maker",
+    "mpiflow.communication.gpu.nccl.NCCLCommunicator",
+    "mpiflow.communication.gpu.nccl.NCCLCommunicator.connect",
     "mpiflow.cuda.device_count",
     "mpiflow.cuda.require",
 }

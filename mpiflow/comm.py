@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy
 
-from ._tensor import Tensor
-from .communication import ReduceOp, exact
-from .communication import collectives as _c
-from .communication.group import world_comm, world_group
+from .communication import ReduceOp
+from .communication.collectives import deterministic
+from .communication.collectives import torch_api as _c
+from .communication.mpi.group import world_comm, world_group
 from .core.torch_arrays import is_torch_tensor, numpy_dtype
 from .dtypes import DType
+from .tensors.tensor import Tensor
 
 __all__ = [
     "all_gather",
@@ -63,7 +64,7 @@ def all_reduce(tensor: Any) -> None:
     Args:
         tensor: array or tensor; holds the sum afterwards on every rank.
     """
-    if type(tensor) is numpy.ndarray and not exact.wanted(tensor, _SUM):
+    if type(tensor) is numpy.ndarray and not deterministic.wanted(tensor, _SUM):
         world_comm.all_reduce(tensor, _SUM)
     else:  # mpiflow and torch tensors: through the face that stages (bfloat16, CUDA)
         _c.all_reduce(tensor, _SUM)
@@ -295,6 +296,6 @@ def _array_module_of(device: Any) -> Any:
     """numpy for no device or "cpu", CuPy (this rank's GPU) for "cuda"."""
     if device is None or str(device).split(":")[0] == "cpu":
         return numpy
-    from .creation import _check_device
+    from .tensors.creation import _check_device
 
     return _check_device(None, device)

@@ -9,7 +9,7 @@ than one rank: an uncaught exception or Ctrl-C in the main thread aborts the job
 exception in another thread prints a rank-tagged traceback and ends only that thread (as in
 Python and PyTorch; a hang that follows is the watchdog's); and ``sys.exit`` is remembered so
 that the other ranks can be told how this one ended (:func:`exit_description`). The collective
-watchdog (:mod:`mpiflow.communication.watchdog`, a layer above this one) is started by
+watchdog (:mod:`mpiflow.communication.watchdog.monitor`, a layer above this one) is started by
 ``mpiflow/__init__`` right after.
 """
 
@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 from mpi4py import MPI
 
-from . import placement
+from .layouts import placement
 
 __all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description",
            "install_abort_handler", "on_os_exit", "topology", "world"]

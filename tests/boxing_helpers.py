@@ -12,7 +12,7 @@ import pytest
 
 from mpiflow.boxing import Layout, local_shape, redistribute, scatter_value
 from mpiflow.communication import ReduceOp
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.sbp import Partial, SbpParallel, Split, balanced_bounds
 
 RANK, SIZE = world_comm.rank, world_comm.size

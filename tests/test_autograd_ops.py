@@ -21,7 +21,7 @@ from numpy.testing import assert_allclose
 import mpiflow as flow
 from mpiflow.autograd import gradcheck
 from mpiflow.autograd.gradcheck import GradcheckError
-from mpiflow.ops.elementwise import BINARY_GRADS, UNARY_GRADS
+from mpiflow.ops.pointwise_defs import BINARY_GRADS, UNARY_GRADS
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 ALL = flow.placement("cpu", list(range(SIZE)))

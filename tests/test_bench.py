@@ -39,7 +39,7 @@ from mpiflow.bench.plan import (
 )
 from mpiflow.bench.report import format_summary, format_table, results_json
 from mpiflow.bench.runner import make_context, run, time_batch
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 
 RANK, SIZE = world_comm.rank, world_comm.size
 MiB = 1 << 20

@@ -47,7 +47,7 @@ from mpiflow.bench.training import (
     run_ddp,
     run_grad_sync,
 )
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.cuda import CudaUnavailableError
 
 RANK, SIZE = world_comm.rank, world_comm.size

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from mpiflow.boxing import Layout, Transfer, plan_redistribution, redistribute
 from mpiflow.communication import count_collectives
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.placement import Placement
 from mpiflow.sbp import Split, broadcast, partial_max, partial_min, partial_sum, split
 

@@ -28,11 +28,11 @@ from mpiflow.boxing import (
     plan_redistribution,
     transfer_cost,
 )
-from mpiflow.boxing.plan import axis_step
-from mpiflow.boxing.shards import layout_boxes, volume
-from mpiflow.boxing.steps import AxisStep
 from mpiflow.boxing.transfer import transfer_schedule
 from mpiflow.communication import ReduceOp
+from mpiflow.layouts.plan import axis_step
+from mpiflow.layouts.shards import layout_boxes, volume
+from mpiflow.layouts.steps import AxisStep
 from mpiflow.placement import Placement
 from mpiflow.sbp import Partial, Split, broadcast, partial_max, partial_min, partial_sum, split
 
@@ -266,7 +266,7 @@ def test_transfer_prefers_local_data_and_spreads_replicated_sources() -> None:
 
 
 def test_split_leaves_partition_each_dim() -> None:
-    from mpiflow.boxing.shards import split_leaves
+    from mpiflow.layouts.shards import split_leaves
 
     m = square()
     assert split_leaves((5, 3), Layout(m, (S0, S0)), 0) == ((0, 2), (2, 3), (3, 4), (4, 5))

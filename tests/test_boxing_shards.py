@@ -8,9 +8,9 @@ from boxing_helpers import fake_world  # noqa: F401 - a fixture
 from numpy.testing import assert_array_equal
 
 from mpiflow.boxing import local_shape, scatter_value, shard_slices
-from mpiflow.boxing.shards import fill_op, shard_bounds
 from mpiflow.communication import MPICommunicator, ReduceOp, count_collectives
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
+from mpiflow.layouts.shards import fill_op, shard_bounds
 from mpiflow.placement import Placement
 from mpiflow.sbp import broadcast, partial_max, partial_min, partial_sum, split
 

@@ -15,7 +15,11 @@ import pytest
 from helpers import Job, run_job
 from mpi4py import MPI
 
-from mpiflow.communication.failure import CollectiveError, collective_failed, describe_failure
+from mpiflow.communication.watchdog.failure import (
+    CollectiveError,
+    collective_failed,
+    describe_failure,
+)
 
 LIMIT = 60
 
@@ -30,7 +34,8 @@ def assert_reported(result: Job, operation: str, rank: int, ranks: int) -> None:
     assert result.returncode != 0, err
     assert result.seconds < 30, (result.seconds, err)
     assert "unreachable" not in result.stdout
-    assert (f"[rank {rank}] mpiflow.communication.failure.CollectiveError: {operation} on the "
+    assert (f"[rank {rank}] mpiflow.communication.watchdog.failure.CollectiveError: "
+            f"{operation} on the "
             f"world (ranks 0..{ranks - 1}) failed inside MPI on rank {rank}") in err, err
     assert f"[rank {rank}] mpiflow: aborting the job because {operation} failed on rank {rank}" \
         in err
@@ -90,7 +95,8 @@ def test_the_general_path_and_async_waits_report_too(how: str) -> None:
     """)
     err = result.stderr
     assert result.returncode != 0, err
-    assert "[rank 1] mpiflow.communication.failure.CollectiveError: broadcast on " in err, err
+    assert ("[rank 1] mpiflow.communication.watchdog.failure.CollectiveError: broadcast on "
+            in err), err
     assert "failed inside MPI on rank 1" in err
     assert "mpi4py.MPI.Exception" not in err
 

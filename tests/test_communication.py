@@ -9,15 +9,9 @@ import pytest
 from helpers import rank_data
 from numpy.testing import assert_array_equal
 
-from mpiflow.communication import (
-    ReduceOp,
-    Work,
-    check_reduce_dtype,
-    datatypes,
-    new_communicator,
-    reduce_plan,
-)
-from mpiflow.communication.group import world_comm
+from mpiflow.communication import ReduceOp, Work, check_reduce_dtype, new_communicator, reduce_plan
+from mpiflow.communication.mpi import datatypes
+from mpiflow.communication.mpi.group import world_comm
 
 pytestmark = pytest.mark.mpi
 

@@ -16,8 +16,8 @@ from numpy.testing import assert_array_equal
 import mpiflow.distributed as dist
 from mpiflow.communication import MPICommunicator, ReduceOp, count_collectives, fast
 from mpiflow.communication.fast import FastPaths
-from mpiflow.communication.group import world_comm
-from mpiflow.communication.watchdog import STATE
+from mpiflow.communication.mpi.group import world_comm
+from mpiflow.communication.watchdog.monitor import STATE
 
 pytestmark = pytest.mark.mpi
 

@@ -16,7 +16,7 @@ import mpiflow.distributed as dist
 from mpiflow import nn
 from mpiflow.communication import ReduceOp, count_collectives
 from mpiflow.nn.parallel import DistributedDataParallel as ddp
-from mpiflow.parallel.flat import FlatGradients
+from mpiflow.parallel.bucket_view import FlatGradients
 
 pytestmark = pytest.mark.mpi
 

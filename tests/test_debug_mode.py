@@ -12,14 +12,14 @@ import pytest
 from mpi4py import MPI
 
 from mpiflow.communication import MPICommunicator, ReduceOp, count_collectives, new_communicator
-from mpiflow.communication.debug_mode import (
+from mpiflow.communication.debug.mode import (
     CollectiveMismatchError,
     DebugMPICommunicator,
     Fingerprint,
     enabled,
     mismatch_message,
 )
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 
 pytestmark = pytest.mark.mpi
 

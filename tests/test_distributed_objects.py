@@ -322,8 +322,8 @@ def checked_world():
     """A group of the whole world over a debug-mode communicator (as MPIFLOW_DEBUG=1 makes)."""
     from mpi4py import MPI
 
-    from mpiflow.communication.debug_mode import DebugMPICommunicator
-    from mpiflow.communication.group import ProcessGroup
+    from mpiflow.communication.debug.mode import DebugMPICommunicator
+    from mpiflow.communication.mpi.group import ProcessGroup
 
     mpi_comm = MPI.COMM_WORLD.Dup()
     yield ProcessGroup(range(WORLD), DebugMPICommunicator(mpi_comm))
@@ -331,7 +331,7 @@ def checked_world():
 
 
 def test_debug_mode_checks_the_object_collectives(checked_world):
-    from mpiflow.communication.debug_mode import CollectiveMismatchError
+    from mpiflow.communication.debug.mode import CollectiveMismatchError
 
     g = checked_world
     out = [None] * WORLD

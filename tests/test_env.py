@@ -10,7 +10,7 @@ from mpi4py import MPI
 
 import mpiflow as flow
 import mpiflow.distributed as dist
-from mpiflow._runtime import launcher_size
+from mpiflow.runtime import launcher_size
 
 
 @pytest.mark.mpi

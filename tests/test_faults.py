@@ -74,7 +74,7 @@ def test_mismatched_collectives_without_debug_mode_are_reported_by_the_watchdog(
 def test_mismatched_collectives_with_debug_mode_raise_a_clear_error_on_every_rank() -> None:
     result = job(3, """
         import sys, numpy, mpiflow, mpiflow.distributed as dist
-        from mpiflow.communication.debug_mode import CollectiveMismatchError
+        from mpiflow.communication.debug.mode import CollectiveMismatchError
         rank = dist.get_rank()
         x = numpy.zeros(2 + (rank == 2), dtype="f4")
         out = numpy.zeros(3 * len(x), dtype="f4")
@@ -456,7 +456,7 @@ def test_a_bad_argument_on_one_rank_aborts_before_the_others_use_the_next_messag
 
 _CAUGHT = """
     import sys, numpy, mpiflow.distributed as dist
-    from mpiflow.communication.group import world_comm
+    from mpiflow.communication.mpi.group import world_comm
     rank, size = dist.get_rank(), dist.get_world_size()
     x = numpy.full(4, 1.0 + rank)
     try:

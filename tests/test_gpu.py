@@ -18,19 +18,19 @@ import mpiflow as flow
 import mpiflow.distributed as dist
 from mpiflow import cuda
 from mpiflow.communication import ReduceOp, Work
-from mpiflow.communication.device import (
+from mpiflow.communication.gpu.maker import (
     build_device_communicator,
     device_communicator,
     transport_of,
 )
-from mpiflow.communication.group import world_comm
-from mpiflow.communication.transport import (
+from mpiflow.communication.gpu.transport import (
     Transport,
     TransportChoice,
     cuda_aware_mpi,
     current_transport,
     nccl_status,
 )
+from mpiflow.communication.mpi.group import world_comm
 
 REASON = cuda.unavailable_reason()
 pytestmark = [
@@ -50,7 +50,7 @@ def cp() -> Any:
 def _missing(transport: Transport) -> str | None:
     """Why ``transport`` cannot run here, or None."""
     if transport is Transport.NCCL:
-        from mpiflow.communication.transport import _ranks_per_gpu
+        from mpiflow.communication.gpu.transport import _ranks_per_gpu
 
         available, detail = nccl_status()
         if not available:
@@ -65,7 +65,7 @@ def _missing(transport: Transport) -> str | None:
 @pytest.fixture(scope="module", params=[t.value for t in Transport])
 def device_comm(request: pytest.FixtureRequest, cp: Any) -> Any:
     """A device communicator over the world for each transport this machine has."""
-    from mpiflow.communication.device_ops import CupyOps
+    from mpiflow.communication.gpu.array_ops import CupyOps
 
     transport = Transport(request.param)
     why = _missing(transport)

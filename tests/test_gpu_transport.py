@@ -35,16 +35,14 @@ from mpi4py import MPI
 import mpiflow as flow
 from mpiflow import cuda
 from mpiflow.communication import ReduceOp, Work
-from mpiflow.communication import device as device_module
-from mpiflow.communication import nccl as nccl_module
-from mpiflow.communication import transport as transport_module
-from mpiflow.communication.cuda_aware import CudaAwareCommunicator, DirectMPICommunicator
-from mpiflow.communication.datatypes import ReducePlan
-from mpiflow.communication.device_ops import HostOps
-from mpiflow.communication.group import world_comm
-from mpiflow.communication.nccl import NcclBackend, NCCLCommunicator
-from mpiflow.communication.staging import PinnedPool, StagedCommunicator
-from mpiflow.communication.transport import (
+from mpiflow.communication.gpu import maker as device_module
+from mpiflow.communication.gpu import nccl as nccl_module
+from mpiflow.communication.gpu import transport as transport_module
+from mpiflow.communication.gpu.array_ops import HostOps
+from mpiflow.communication.gpu.cuda_aware import CudaAwareCommunicator, DirectMPICommunicator
+from mpiflow.communication.gpu.nccl import NcclBackend, NCCLCommunicator
+from mpiflow.communication.gpu.staging import PinnedPool, StagedCommunicator
+from mpiflow.communication.gpu.transport import (
     NcclReduction,
     Transport,
     TransportChoice,
@@ -58,6 +56,8 @@ from mpiflow.communication.transport import (
     parse_cuda_aware,
     select_transport,
 )
+from mpiflow.communication.mpi.datatypes import ReducePlan
+from mpiflow.communication.mpi.group import world_comm
 
 # -- a stand-in for NCCL ------------------------------------------------------------------------
 _NAMES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
@@ -525,7 +525,7 @@ def test_cuda_aware_synchronizes_the_stream_before_mpi() -> None:
 @pytest.mark.mpi
 def test_cuda_aware_stages_reductions_that_mpi_runs_as_numpy(monkeypatch: pytest.MonkeyPatch
                                                               ) -> None:
-    from mpiflow.communication import cuda_aware
+    from mpiflow.communication.gpu import cuda_aware
 
     real = cuda_aware.reduce_plan
 
@@ -650,7 +650,7 @@ def test_nccl_after_connect_sends_on_the_group_communicator_even_ring_first() ->
 @pytest.mark.mpi
 def test_init_process_group_nccl_connects_the_world_and_later_groups(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from mpiflow.distributed import process_group as pg_module
+    from mpiflow.distributed import world as pg_module
 
     made: dict[Any, NCCLCommunicator] = {}
 
@@ -672,7 +672,7 @@ def test_init_process_group_nccl_connects_the_world_and_later_groups(
 @pytest.mark.mpi
 def test_init_process_group_nccl_without_a_gpu_connects_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from mpiflow.distributed import process_group as pg_module
+    from mpiflow.distributed import world as pg_module
 
     monkeypatch.setattr(pg_module, "_backend", pg_module._backend)
     monkeypatch.setattr(pg_module, "_connect_new_groups", False)
@@ -967,9 +967,9 @@ def test_gpu_modules_import_without_cupy() -> None:
     code = (
         "import sys\n"
         "import mpiflow, mpiflow.cuda, mpiflow.info\n"
-        "import mpiflow.communication.transport, mpiflow.communication.staging\n"
-        "import mpiflow.communication.nccl, mpiflow.communication.device\n"
-        "import mpiflow.communication.cuda_aware, mpiflow.bench.cuda_cases\n"
+        "import mpiflow.communication.gpu.transport, mpiflow.communication.gpu.staging\n"
+        "import mpiflow.communication.gpu.nccl, mpiflow.communication.gpu.maker\n"
+        "import mpiflow.communication.gpu.cuda_aware, mpiflow.bench.cuda_cases\n"
         "assert 'cupy' not in sys.modules, 'importing mpiflow imported cupy'\n"
         "sys.modules['cupy'] = None  # as if CuPy were not installed\n"
         "try:\n"

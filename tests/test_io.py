@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
-from mpiflow.boxing.shards import scatter_value
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.distributed import barrier
 from mpiflow.io import CheckpointError, files, load, mpiio, save
 from mpiflow.io import checkpoint as checkpoint_module
 from mpiflow.io.format import file_names
 from mpiflow.io.npy import header_bytes
 from mpiflow.io.tree import check_node, flatten, unflatten
+from mpiflow.layouts.shards import scatter_value
 
 pytestmark = pytest.mark.mpi
 

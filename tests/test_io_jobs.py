@@ -21,7 +21,7 @@ from mpiflow.io import load
 PRELUDE = """
 import numpy, os, sys
 import mpiflow as flow
-from mpiflow.boxing.shards import scatter_value
+from mpiflow.layouts.shards import scatter_value
 from mpiflow.io import load, save
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()

@@ -23,11 +23,11 @@ from helpers import _LAUNCHER_PREFIXES, MPIEXEC, run_job
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
-from mpiflow.boxing.shards import scatter_value
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.distributed import barrier
 from mpiflow.io import CheckpointError, load, mpiio, save
 from mpiflow.io.npy import MAX_BYTES, check_size, header_bytes, read_header
+from mpiflow.layouts.shards import scatter_value
 
 pytestmark = pytest.mark.mpi
 

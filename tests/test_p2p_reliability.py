@@ -13,8 +13,8 @@ from helpers import run_job
 
 import mpiflow as flow
 import mpiflow.distributed as dist
-from mpiflow.communication.group import ProcessGroup, world_comm
-from mpiflow.communication.mpi import TAG_UB
+from mpiflow.communication.mpi.communicator import TAG_UB
+from mpiflow.communication.mpi.group import ProcessGroup, world_comm
 
 pytestmark = pytest.mark.mpi
 

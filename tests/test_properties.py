@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import mpiflow as flow
 from mpiflow.boxing import Layout
 from mpiflow.communication import ReduceOp
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.placement import Placement
 from mpiflow.sbp import Partial, SbpParallel, Split
 

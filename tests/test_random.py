@@ -16,7 +16,7 @@ from helpers import run_job
 from numpy.testing import assert_allclose, assert_array_equal
 
 import mpiflow as flow
-from mpiflow.boxing.shards import shard_slices
+from mpiflow.layouts.shards import shard_slices
 from mpiflow.sbp import broadcast, partial_sum, split
 
 RANK, WORLD = flow.env.get_rank(), flow.env.get_world_size()

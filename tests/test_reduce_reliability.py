@@ -17,11 +17,11 @@ import pytest
 from mpi4py import MPI
 
 import mpiflow.distributed as dist
-from mpiflow.communication.datatypes import _float_extremum, reduce_plan
-from mpiflow.communication.debug_mode import DebugMPICommunicator
+from mpiflow.communication.debug.mode import DebugMPICommunicator
 from mpiflow.communication.fast import InUse
-from mpiflow.communication.group import world_comm
-from mpiflow.communication.mpi import MPICommunicator
+from mpiflow.communication.mpi.communicator import MPICommunicator
+from mpiflow.communication.mpi.datatypes import _float_extremum, reduce_plan
+from mpiflow.communication.mpi.group import world_comm
 from mpiflow.distributed import ReduceOp
 
 pytestmark = pytest.mark.mpi

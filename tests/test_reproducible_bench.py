@@ -1,10 +1,10 @@
-"""python -m mpiflow.bench.reproducible: a small collective run and its table."""
+"""python -m mpiflow.bench.deterministic: a small collective run and its table."""
 
 from __future__ import annotations
 
 import pytest
 
-from mpiflow.bench.reproducible import format_results, main, run_reproducible
+from mpiflow.bench.deterministic import format_results, main, run_reproducible
 
 pytestmark = pytest.mark.mpi
 

@@ -7,12 +7,14 @@ import inspect
 import pytest
 
 import mpiflow as flow
-from mpiflow import _declare, _tensor
+from mpiflow import _declare
+from mpiflow.tensors import tensor as _tensor
 
 
 def test_the_generated_declarations_are_up_to_date() -> None:
     assert _declare.check(), (
-        "the Tensor method declarations in mpiflow/_tensor.py are stale (a bind table changed): "
+        "the Tensor method declarations in mpiflow/tensors/tensor.py are stale (a bind table "
+        "changed): "
         "run python -m mpiflow._declare and commit the result")
 
 

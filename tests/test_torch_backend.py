@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
 import mpiflow.torch  # noqa: E402 - registers the backend
-from mpiflow.communication import watchdog  # noqa: E402
-from mpiflow.communication.group import world_comm  # noqa: E402
+from mpiflow.communication.mpi.group import world_comm  # noqa: E402
+from mpiflow.communication.watchdog import monitor as watchdog  # noqa: E402
 
 pytestmark = pytest.mark.mpi
 RANK, SIZE = world_comm.rank, world_comm.size

@@ -107,7 +107,7 @@ def test_debug_mode_reports_mismatched_torch_collectives_on_every_rank() -> None
     result = job(2, """
         import sys, torch, torch.distributed as dist
         import mpiflow.torch
-        from mpiflow.communication.debug_mode import CollectiveMismatchError
+        from mpiflow.communication.debug.mode import CollectiveMismatchError
         dist.init_process_group("mpiflow")
         rank = dist.get_rank()
         try:

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
 import mpiflow.torch  # noqa: E402, F401 - registers the backend
-from mpiflow.communication.group import world_comm  # noqa: E402
+from mpiflow.communication.mpi.group import world_comm  # noqa: E402
 
 nn = torch.nn
 DDP = torch.nn.parallel.DistributedDataParallel

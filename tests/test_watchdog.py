@@ -18,11 +18,13 @@ import pytest
 from mpi4py import MPI
 
 import mpiflow.distributed as dist
-from mpiflow import _runtime
-from mpiflow.communication import MPICommunicator, mpi, watchdog
+from mpiflow import runtime as _runtime
+from mpiflow.communication import MPICommunicator
 from mpiflow.communication.fast import _PATHS, FastPaths
-from mpiflow.communication.group import world_comm
-from mpiflow.communication.watchdog import (
+from mpiflow.communication.mpi import communicator as mpi
+from mpiflow.communication.mpi.group import world_comm
+from mpiflow.communication.watchdog import monitor as watchdog
+from mpiflow.communication.watchdog.monitor import (
     STATE,
     CallState,
     Watchdog,
@@ -176,7 +178,7 @@ def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_name
         assert call["site"].startswith(__file__)
         assert call["site"].endswith("in test_inside_a_call_the_innermost_frame_is_a_blocking_"
                                      "site_and_the_stack_names_it")
-        assert call["api"] == f"mpiflow.communication.mpi.{op}"
+        assert call["api"] == f"mpiflow.communication.mpi.communicator.{op}"
     assert not watchdog.in_blocking_site(sys._getframe())
     MPI.COMM_WORLD.Barrier()
 
@@ -206,13 +208,13 @@ def test_the_public_entry_point_is_named() -> None:
     finally:
         for name, path in saved.items():
             setattr(fast, name, path)
-    assert seen[0]["api"] == "mpiflow.communication.collectives.all_reduce"
+    assert seen[0]["api"] == "mpiflow.communication.collectives.torch_api.all_reduce"
     assert seen[0]["op"] == "all_reduce" and seen[0]["group"] == WORLD
     if SIZE > 1:
         by_op = {call["op"]: call for call in seen[1:]}
         assert by_op["send"]["peer"] == (RANK + 1) % SIZE
         assert by_op["recv"]["peer"] == (RANK - 1) % SIZE
-        assert by_op["recv"]["api"] == "mpiflow.communication.collectives.recv"
+        assert by_op["recv"]["api"] == "mpiflow.communication.collectives.torch_api.recv"
 
 
 def _blocked_thread(target: Any) -> threading.Thread:
@@ -395,7 +397,7 @@ def _state(call: dict[str, Any] | None, waited: float = 3.2, where: str = "") ->
 
 def _world_call(op: str, size: int = 4) -> dict[str, Any]:
     return {"op": op, "group": tuple(range(size)), "size": size, "peer": None, "debug": False,
-            "api": "mpiflow.communication.collectives." + op, "site": "job.py:7 in main"}
+            "api": "mpiflow.communication.collectives.torch_api." + op, "site": "job.py:7 in main"}
 
 
 def test_the_report_names_the_operation_the_group_and_who_arrived() -> None:
@@ -407,8 +409,8 @@ def test_the_report_names_the_operation_the_group_and_who_arrived() -> None:
     assert all(line.startswith("[rank 0] ") for line in lines)
     assert "all_reduce on the group [0, 1, 2, 3] has not completed after 3.2 s " \
            "(MPIFLOW_TIMEOUT=3)" in lines[0]
-    assert "called at job.py:7 in main (through mpiflow.communication.collectives.all_reduce)" \
-        in text
+    assert ("called at job.py:7 in main "
+            "(through mpiflow.communication.collectives.torch_api.all_reduce)") in text
     assert "arrived (waiting in the same call): ranks 0, 2" in text
     assert "not arrived: ranks 1, 3" in text
     assert "ranks 0, 2: waiting in all_reduce on the group [0, 1, 2, 3], called at job.py:7 " \
@@ -584,8 +586,8 @@ def test_a_hung_object_collective_is_reported_by_name(call: str) -> None:
     assert "unreachable" not in result.stdout
     op = call.split("(")[0]
     assert f"{op} on the world (ranks 0..2) has not completed after" in err, err
-    assert f"called at <string>:5 in <module> (through mpiflow.communication.objects.{op})" \
-        in err, err
+    assert (f"called at <string>:5 in <module> "
+            f"(through mpiflow.communication.collectives.objects.{op})") in err, err
     assert "arrived (waiting in the same call): ranks 0, 2" in err, err
     assert "not arrived: rank 1" in err, err
     assert "rank 1: not in an mpiflow call" in err, err

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from ..cuda import CudaUnavailableError
 from .cases import BenchCase, select
 from .metrics import Row

@@ -1,6 +1,6 @@
 """What the reproducibility switch costs: exact sums beside the default ones.
 
-Run ``mpiexec -n 2 python -m mpiflow.bench.reproducible`` (``--elements N``, ``--rounds N``); only
+Run ``mpiexec -n 2 python -m mpiflow.bench.deterministic`` (``--elements N``, ``--rounds N``); only
 rank 0 prints. Three tables, each side timed in interleaved rounds (best round, slowest rank):
 
 * the local kernel: ``numpy.sum`` against the exact sum
@@ -25,13 +25,13 @@ import numpy
 
 from .. import distributed as dist
 from ..communication import count_collectives
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from ..core import exact_sum
-from ..core.determinism import deterministic
-from ..creation import tensor
+from ..core.deterministic import deterministic
+from ..layouts.placement import placement
+from ..layouts.sbp import split
 from ..ops.reduction import sum as flow_sum
-from ..placement import placement
-from ..sbp import split
+from ..tensors.creation import tensor
 
 __all__ = ["GOAL", "format_results", "main", "run_reproducible"]
 
@@ -146,8 +146,8 @@ def format_results(res: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mpiflow.bench.reproducible``: print the tables on rank 0."""
-    parser = argparse.ArgumentParser(prog="python -m mpiflow.bench.reproducible")
+    """``python -m mpiflow.bench.deterministic``: print the tables on rank 0."""
+    parser = argparse.ArgumentParser(prog="python -m mpiflow.bench.deterministic")
     parser.add_argument("--elements", type=int, default=1 << 24)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--vector", type=int, default=1 << 12)

@@ -1,10 +1,10 @@
 """What ``to_global``'s agreement check costs: the ``to_global_check`` suite of
 ``python -m mpiflow.bench``.
 
-Ranks must agree on what a ``to_global`` call means (:mod:`mpiflow._meta`). For a local tensor
-the check is on by default (``check_meta=True``); the alternative a user would pick is to skip
-it (``check_meta=False`` with ``shape=``). For a global tensor it runs only under
-``MPIFLOW_DEBUG=1``; its cost there is one :func:`mpiflow._meta.agree` before the
+Ranks must agree on what a ``to_global`` call means (:mod:`mpiflow.tensors.meta`). For a local
+tensor the check is on by default (``check_meta=True``); the alternative a user would pick is
+to skip it (``check_meta=False`` with ``shape=``). For a global tensor it runs only under
+``MPIFLOW_DEBUG=1``; its cost there is one :func:`mpiflow.tensors.meta.agree` before the
 redistribution. Each group times both sides, interleaved, on float32 tensors of a few sizes
 on a 1-D placement of every rank.
 """
@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy
 
-from .._meta import agree
-from .._tensor import Tensor
-from ..communication.group import world_comm
-from ..creation import zeros
-from ..placement import Placement
-from ..sbp import Broadcast, Split
+from ..communication.mpi.group import world_comm
+from ..layouts.placement import Placement
+from ..layouts.sbp import Broadcast, Split
+from ..tensors.creation import zeros
+from ..tensors.meta import agree
+from ..tensors.tensor import Tensor
 from .plan import Settings
 from .report import _heading, format_grid
 from .runner import measure_interleaved

@@ -49,11 +49,11 @@ from mpi4py import MPI
 
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
-from . import watchdog
-from .failure import collective_failed
-from .skew import Skipped, resync
-from .watchdog import NEXT, STATE
-from .watchdog_report import describe_group
+from .watchdog import monitor as watchdog
+from .watchdog.failure import collective_failed
+from .watchdog.monitor import NEXT, STATE
+from .watchdog.report import describe_group
+from .watchdog.skew import Skipped, resync
 
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 

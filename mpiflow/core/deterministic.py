@@ -7,7 +7,7 @@ in the core. It starts from the environment variable ``MPIFLOW_DETERMINISTIC`` (
 turn it on) and is per process: every rank must set it the same way.
 
 Example:
-    >>> from mpiflow.core.determinism import deterministic, are_deterministic_algorithms_enabled
+    >>> from mpiflow.core.deterministic import deterministic, are_deterministic_algorithms_enabled
     >>> with deterministic():
     ...     are_deterministic_algorithms_enabled()
     True

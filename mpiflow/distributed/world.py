@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..communication.collectives import resolve_group
-from ..communication.group import ProcessGroup, world_group
-from ..communication.group import new_group as _new_group
+from ..communication.collectives.torch_api import resolve_group
+from ..communication.mpi.group import ProcessGroup, world_group
+from ..communication.mpi.group import new_group as _new_group
 
 __all__ = [
     "Backend",
@@ -61,7 +61,7 @@ def is_mpi_available() -> bool:
 
 def is_nccl_available() -> bool:
     """Return whether CuPy's NCCL can be used (it imports and found libnccl)."""
-    from ..communication.transport import nccl_status
+    from ..communication.gpu.transport import nccl_status
 
     return nccl_status()[0]
 
@@ -100,7 +100,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         global _connect_new_groups
         _connect_new_groups = _connect_nccl(world_group)
     if timeout is not None:  # PyTorch's timeout bounds every collective: the watchdog's limit
-        from ..communication import watchdog
+        from ..communication.watchdog import monitor as watchdog
 
         seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
         watchdog.set_timeout(float(seconds))
@@ -186,16 +186,16 @@ def _connect_nccl(group: ProcessGroup) -> bool:
 
     Collective over the group. With it, point-to-point messages use the group's communicator,
     which exists before any message, instead of a pair's made at the first one (see
-    :mod:`mpiflow.communication.nccl`). Returns whether it did; without CuPy, a device, or
+    :mod:`mpiflow.communication.gpu.nccl`). Returns whether it did; without CuPy, a device, or
     NCCL as the transport, it does nothing.
     """
     from .. import cuda
-    from ..communication.mpi import MPICommunicator
+    from ..communication.mpi.communicator import MPICommunicator
 
     if not isinstance(group.comm, MPICommunicator) or not cuda.is_available():
         return False
-    from ..communication.device import device_communicator
-    from ..communication.nccl import NCCLCommunicator
+    from ..communication.gpu.maker import device_communicator
+    from ..communication.gpu.nccl import NCCLCommunicator
 
     device = device_communicator(group.comm)
     if not isinstance(device, NCCLCommunicator):

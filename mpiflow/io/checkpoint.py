@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
 from .._version import __version__
 from ..boxing.execute import redistribute
-from ..boxing.layout import Layout
-from ..boxing.shards import Box, check_shape, shard_bounds, volume
-from ..communication.group import world_comm
-from ..placement import Placement
-from ..sbp import Broadcast, Partial, SbpParallel, Split
+from ..communication.mpi.group import world_comm
+from ..layouts.layout import Layout
+from ..layouts.placement import Placement
+from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split
+from ..layouts.shards import Box, check_shape, shard_bounds, volume
+from ..tensors.tensor import Tensor
 from .errors import agreed, blocking
 from .files import (
     METADATA,
@@ -314,13 +314,13 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
         >>> flow.save({"w": flow.zeros(4, 6), "step": 3}, "ckpt/step-3")
         >>> state = flow.load("ckpt/step-3", flow.placement.all("cpu"), flow.sbp.split(1))
         >>> state["w"].sbp, state["step"]
-        ((mpiflow.sbp.split(dim=1),), 3)
+        ((mpiflow.layouts.sbp.split(dim=1),), 3)
     """
     if (placement is None) != (sbp is None):
         raise ValueError("load takes a placement and an sbp together (or neither, for local "
                          "tensors)")
     if placement is not None and not isinstance(placement, Placement):
-        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
+        raise TypeError(f"placement must be a mpiflow.layouts.placement, got {placement!r}")
     comm = world_comm.mpi_comm
     directory = os.path.abspath(os.fspath(path))
     index = None

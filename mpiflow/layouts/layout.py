@@ -1,8 +1,8 @@
 """Layouts: where a global tensor lives (a placement) and how it is laid out there (an sbp tuple).
 
 Examples:
-    >>> from mpiflow.placement import Placement
-    >>> from mpiflow.sbp import broadcast, split
+    >>> from mpiflow.layouts.placement import Placement
+    >>> from mpiflow.layouts.sbp import broadcast, split
     >>> Layout(Placement("cpu", [[0, 1], [2, 3]]), (split(0), broadcast))
     Layout(ranks=[[0, 1], [2, 3]], sbp=(S(0), B))
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..placement import Placement
-from ..sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
+from .placement import Placement
+from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
 
 __all__ = ["Layout", "format_sbp"]
 
@@ -28,7 +28,7 @@ def format_sbp(sbp: tuple[SbpParallel, ...]) -> str:
         The layouts' short strings in parentheses (a trailing comma for one entry).
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> format_sbp((split(1),))
         '(S(1),)'
     """
@@ -42,10 +42,10 @@ class Layout:
 
     Args:
         placement: the ranks (a mesh) the tensor lives on.
-        sbp: one :class:`~mpiflow.sbp.SbpParallel` per mesh axis (one value for a 1-D mesh).
+        sbp: one :class:`~mpiflow.layouts.sbp.SbpParallel` per mesh axis (one value for a 1-D mesh).
 
     Raises:
-        TypeError, ValueError: as :func:`mpiflow.sbp.normalize_sbp`.
+        TypeError, ValueError: as :func:`mpiflow.layouts.sbp.normalize_sbp`.
     """
 
     placement: Placement

@@ -11,8 +11,8 @@ in bytes moved per rank plus a price per round of messages, no price for making 
 value where the target has one, fewer steps on ties, one-axis collectives before a Transfer).
 
 Examples:
-    >>> from mpiflow.placement import Placement
-    >>> from mpiflow.sbp import broadcast, split
+    >>> from mpiflow.layouts.placement import Placement
+    >>> from mpiflow.layouts.sbp import broadcast, split
     >>> p = Placement("cpu", [0, 1])
     >>> plan_redistribution((4, 4), 8, Layout(p, split(0)), Layout(p, broadcast))
     (AllGather(axis=0, dim=0),)
@@ -28,8 +28,8 @@ import math
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
-from ..sbp import Broadcast, Partial, SbpParallel, Split
 from .layout import Layout
+from .sbp import Broadcast, Partial, SbpParallel, Split
 from .shards import check_shape, intersect, layout_boxes, shard_bounds, split_leaves, volume
 from .steps import (
     AllGather,
@@ -97,7 +97,7 @@ def conversion_cost(shape: Sequence[int], itemsize: int, src_sbp: SbpParallel,
         The cost in bytes.
 
     Examples:
-        >>> from mpiflow.sbp import broadcast, split
+        >>> from mpiflow.layouts.sbp import broadcast, split
         >>> conversion_cost((4, 4), 8, split(0), broadcast, 2)
         64.0
     """
@@ -262,8 +262,8 @@ def plan_redistribution(shape: Sequence[int], dtype_itemsize: int, src: Layout,
         ValueError: a split dim the shape does not have, or a negative size.
 
     Examples:
-        >>> from mpiflow.placement import Placement
-        >>> from mpiflow.sbp import partial_sum, split
+        >>> from mpiflow.layouts.placement import Placement
+        >>> from mpiflow.layouts.sbp import partial_sum, split
         >>> p = Placement("cpu", [0, 1])
         >>> plan_redistribution((4,), 4, Layout(p, partial_sum), Layout(p, split(0)))
         (ReduceScatter(axis=0, dim=0, op=SUM),)

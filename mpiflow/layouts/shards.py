@@ -9,7 +9,7 @@ value is the ``op``-reduction over that axis of the shards (inner mesh axes redu
 Ranks outside the placement hold an empty array of shape ``(0,)``.
 
 Examples:
-    >>> from mpiflow.sbp import split
+    >>> from mpiflow.layouts.sbp import split
     >>> shard_slices((5, 2), (2, 2), (split(0), split(0)), (0, 1))
     (slice(2, 3, None), slice(0, 2, None))
 """
@@ -24,9 +24,9 @@ from typing import Any
 import numpy
 
 from ..core.reduce_op import ReduceOp
-from ..placement import Placement
-from ..sbp import Partial, SbpParallel, Split, balanced_bounds
 from .layout import Layout, format_sbp
+from .placement import Placement
+from .sbp import Partial, SbpParallel, Split, balanced_bounds
 
 __all__ = [
     "Box",
@@ -75,7 +75,7 @@ def shard_bounds(shape: Sequence[int], mesh_shape: Sequence[int], sbp: Sequence[
         One ``(start, stop)`` per tensor dim; partial and broadcast axes cover everything.
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> shard_bounds((5,), (2,), (split(0),), (1,))
         ((3, 5),)
     """
@@ -105,7 +105,7 @@ def shard_slices(shape: Sequence[int], placement_mesh_shape: Sequence[int],
         One slice per tensor dim (partial and broadcast axes cover everything).
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> shard_slices((4, 3), (2, 2), (split(0), split(0)), (1, 0))
         (slice(2, 3, None), slice(0, 3, None))
     """
@@ -126,7 +126,7 @@ def local_shape(shape: Sequence[int], placement: Placement, sbp: Sequence[SbpPar
         The shard's shape.
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> local_shape((5, 2), Placement("cpu", [0, 1]), (split(0),), 1)
         (2, 2)
     """
@@ -167,7 +167,7 @@ def split_leaves(shape: tuple[int, ...], layout: Layout, dim: int) -> tuple[tupl
         The pieces in increasing order; they partition ``[0, shape[dim])``.
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> split_leaves((5,), Layout(Placement("cpu", [[0, 1], [2, 3]]), (split(0),) * 2), 0)
         ((0, 2), (2, 3), (3, 4), (4, 5))
     """
@@ -240,7 +240,7 @@ def scatter_value(full: Any, placement: Placement, sbp: Sequence[SbpParallel],
         The shard; an empty ``(0,)`` array of ``full``'s dtype outside the placement.
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> scatter_value(numpy.arange(5), Placement("cpu", [0, 1]), (split(0),), 1)
         array([3, 4])
     """

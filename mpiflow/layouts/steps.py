@@ -24,8 +24,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..core.reduce_op import ReduceOp
-from ..sbp import Broadcast, Partial, SbpParallel, Split
 from .layout import Layout
+from .sbp import Broadcast, Partial, SbpParallel, Split
 
 __all__ = [
     "AllGather",

@@ -11,7 +11,7 @@ classes, ``sum(-picked) / count``; backward ``G - exp(logp) * rowsum(G)`` with `
 scaled one-hot gradient), so the loss and the input's gradient come out bitwise the same.
 
 Examples:
-    >>> from mpiflow.nn._cross_entropy import cross_entropy_indices
+    >>> from mpiflow.nn.cross_entropy import cross_entropy_indices
     >>> round(cross_entropy_indices(flow.zeros(2, 4), flow.tensor([1, 2]), -100,
     ...                             "mean").item(), 4)
     1.3863
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
 from ..core.array_module import array_module
 from ..ops.engine import Context, OpDef, Signature, apply
 from ..ops.reduction import SOFTMAX
+from ..tensors.tensor import Tensor
 
 __all__ = ["cross_entropy_indices", "fits"]
 

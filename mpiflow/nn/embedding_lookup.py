@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
+from ..layouts.sbp import Partial, Split
 from ..ops.engine import B, Context, OpDef, Signature, apply
-from ..sbp import Partial, Split
+from ..tensors.tensor import Tensor
 
 __all__ = ["lookup"]
 
@@ -86,7 +86,7 @@ def lookup(index: Tensor, weight: Tensor, padding_idx: int | None = None) -> Ten
         IndexError: an index outside the table.
     """
     if weight.is_global and index.is_local:  # the same indices on every rank: no communication
-        from ..creation import tensor
+        from ..tensors.creation import tensor
 
         index = tensor(index.numpy(), placement=weight.placement,
                        sbp=(B,) * weight.placement.ndim)

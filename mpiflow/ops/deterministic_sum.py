@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy
 
-from .._graph import no_grad, record
-from .._tensor import Tensor, bind
 from ..core import exact_sum as xs
-from ..core.determinism import are_deterministic_algorithms_enabled
-from ..sbp import Split
+from ..core.deterministic import are_deterministic_algorithms_enabled
+from ..layouts.sbp import Split
+from ..tensors.tape import no_grad, record
+from ..tensors.tensor import Tensor, bind
 from . import pointwise as pw
 from .engine import Context, OpDef, Signature, apply
 

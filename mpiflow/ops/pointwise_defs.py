@@ -13,7 +13,7 @@ from typing import Any
 import numpy
 
 from ..core.array_module import array_module
-from ..sbp import Partial, SbpParallel, Split
+from ..layouts.sbp import Partial, SbpParallel, Split
 from .engine import B, Context, OpDef, Signature
 
 __all__ = ["BINARY", "UNARY", "WHERE", "broadcast_shape", "pointwise_splits"]
@@ -148,7 +148,7 @@ def _relu_grad(g: Any, operands: Any, out: Any, **_: Any) -> tuple[Any]:
     x = operands[0]
     if (g._placement is None and x._placement is None and tuple(g._shape) == tuple(x._shape)
             and g._data.dtype.kind in "fc"):
-        from .._tensor import Tensor
+        from ..tensors.tensor import Tensor
 
         gd = g._data
         return (Tensor(array_module(gd).multiply(gd, x._data > 0)),)
@@ -174,7 +174,7 @@ def _b(fx: Callable[..., Any] | None, fy: Callable[..., Any] | None) -> Callable
 
 
 def _wants(operand: Any) -> bool:
-    from .._tensor import Tensor
+    from ..tensors.tensor import Tensor
 
     return isinstance(operand, Tensor)
 
@@ -199,7 +199,7 @@ def _max_share(pw: Any, a: Any, b: Any) -> Any:
 
 
 def g_dtype(a: Any, b: Any) -> Any:
-    from .._tensor import Tensor
+    from ..tensors.tensor import Tensor
 
     for t in (a, b):
         if isinstance(t, Tensor) and t.dtype.is_floating_point:

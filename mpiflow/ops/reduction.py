@@ -24,11 +24,11 @@ from typing import Any, NamedTuple
 
 import numpy
 
-from .._tensor import Tensor, bind
 from ..communication import ReduceOp
 from ..dtypes import as_dtype
-from ..sbp import Partial, Split
-from . import deterministic as det
+from ..layouts.sbp import Partial, Split
+from ..tensors.tensor import Tensor, bind
+from . import deterministic_sum as det
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
 

@@ -12,7 +12,7 @@ uses before it adopts a gradient. Otherwise the parameters are gathered before a
 after each step: two more copies, the same numbers.
 
 Examples:
-    >>> from mpiflow.optim._flat import FlatGroup
+    >>> from mpiflow.optim.foreach import FlatGroup
     >>> w = nn.Parameter(flow.ones(2, 2))
     >>> group = FlatGroup([w])
     >>> group.size
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
 from ..core.array_module import array_module
-from ..sbp import Partial
+from ..layouts.sbp import Partial
+from ..tensors.tensor import Tensor
 
 __all__ = ["FlatGroup", "check_flat_flags", "flat_key"]
 

@@ -10,7 +10,7 @@ parameters, momenta and moments are updated with ``out=``.
 
 Examples:
     >>> import numpy
-    >>> from mpiflow.optim._kernels import sgd_update
+    >>> from mpiflow.optim.kernels import sgd_update
     >>> p, g = numpy.ones(2, numpy.float32), numpy.full(2, 0.5, numpy.float32)
     >>> sgd_update(p, g, None, lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0,
     ...            nesterov=False, maximize=False)

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
 from ..communication import ReduceOp, Work
 from ..core.array_module import array_module
+from ..tensors.tensor import Tensor
 from .packing import Bucket, make_buckets
 
 __all__ = ["PIECE_BYTES", "FlatGradients", "all_reduce_pieces"]

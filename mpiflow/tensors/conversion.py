@@ -13,19 +13,19 @@ from typing import Any
 
 import numpy
 
-from ._graph import record
-from ._meta import agree, describe_sbp, dtype_code
-from ._runtime import topology
-from ._tensor import Tensor, bind, to_host
-from .boxing.execute import redistribute
-from .boxing.plan import Layout
-from .boxing.shards import local_shape
-from .communication import debug_mode
-from .communication.objects import all_gather_object
-from .core.array_module import array_module
+from ..boxing.execute import redistribute
+from ..communication.collectives.objects import all_gather_object
+from ..communication.debug import mode as debug_mode
+from ..core.array_module import array_module
+from ..layouts.placement import Placement
+from ..layouts.plan import Layout
+from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
+from ..layouts.shards import local_shape
+from ..runtime import topology
 from .creation import zeros_like
-from .placement import Placement
-from .sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
+from .meta import agree, describe_sbp, dtype_code
+from .tape import record
+from .tensor import Tensor, bind, to_host
 
 __all__ = ["check_meta_consistency", "gather_value", "infer_global_shape", "to_global",
            "to_local", "to_numpy"]
@@ -147,7 +147,7 @@ def _oneflow_words(shapes: dict[int, tuple[int, ...]], wrong: list[int],
 def _agreed_meta(data: Any, placement: Placement, sbp: tuple[SbpParallel, ...]
                  ) -> tuple[tuple[int, ...], numpy.dtype]:
     """The logical shape and dtype that the ranks' local tensors form, checked on every rank:
-    one all-gather of a small row (see :mod:`mpiflow._meta`).
+    one all-gather of a small row (see :mod:`mpiflow.tensors.meta`).
 
     Raises:
         ValueError: on every rank, when ranks passed different placements or sbp, or the
@@ -240,7 +240,7 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
         mpiflow.Size([4, 5])
     """
     if placement is not None and not isinstance(placement, Placement):
-        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
+        raise TypeError(f"placement must be a mpiflow.layouts.placement, got {placement!r}")
     if t._placement is None:
         if placement is None or sbp is None:
             raise ValueError("to_global on a local tensor needs both a placement and an sbp")

@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy
 
-from . import dtypes as _dtypes
-from ._runtime import topology
-from ._tensor import Tensor, bind
-from .boxing.execute import redistribute
-from .boxing.plan import Layout
-from .boxing.shards import local_shape, scatter_value, shard_slices
-from .core.array_module import array_module
-from .placement import Placement
-from .sbp import Broadcast, Partial, SbpParallel, normalize_sbp
+from .. import dtypes as _dtypes
+from ..boxing.execute import redistribute
+from ..core.array_module import array_module
+from ..layouts.placement import Placement
+from ..layouts.plan import Layout
+from ..layouts.sbp import Broadcast, Partial, SbpParallel, normalize_sbp
+from ..layouts.shards import local_shape, scatter_value, shard_slices
+from ..runtime import topology
+from .tensor import Tensor, bind
 
 __all__ = [
     "arange",
@@ -48,7 +48,7 @@ def _layout(placement: Placement | None, sbp: Any
             raise ValueError("sbp was given without a placement")
         return None
     if not isinstance(placement, Placement):
-        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
+        raise TypeError(f"placement must be a mpiflow.layouts.placement, got {placement!r}")
     if sbp is None:
         raise ValueError("a global tensor needs an sbp as well as a placement")
     return placement, normalize_sbp(sbp, placement.ndim)
@@ -60,7 +60,7 @@ def _check_device(placement: Placement | None, device: Any) -> ModuleType:
     kind = (placement.type if placement is not None
             else (str(device).split(":")[0] if device is not None else "cpu"))
     if kind == "cuda":
-        from . import cuda
+        from .. import cuda
 
         return cuda.require()
     if kind != "cpu":
@@ -126,7 +126,7 @@ def from_dlpack(obj: Any) -> Tensor:
         return obj
     device = getattr(obj, "__dlpack_device__", None)
     if device is not None and int(device()[0]) in _DLPACK_CUDA:
-        from . import cuda
+        from .. import cuda
 
         return Tensor(cuda.require().from_dlpack(obj))
     array = numpy.from_dlpack(obj)

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy
 
-from . import dtypes as _dtypes
-from ._runtime import topology
-from ._size import Size
-from .boxing.shards import shard_slices
-from .core.array_module import to_host
-from .placement import Placement
-from .sbp import Partial, SbpParallel, normalize_sbp
+from .. import dtypes as _dtypes
+from ..core.array_module import to_host
+from ..layouts.placement import Placement
+from ..layouts.sbp import Partial, SbpParallel, normalize_sbp
+from ..layouts.shards import shard_slices
+from ..runtime import topology
+from .size import Size
 
 __all__ = ["legacy_data"]
 
@@ -65,7 +65,7 @@ def legacy_data(tensor_type: Any, data: Any, more: tuple[Any, ...], keywords: di
     device = keywords.get("device")
     if placement is None:
         if device is not None and str(device).split(":")[0] == "cuda":
-            from .cuda import require  # the GPU library, only when asked for
+            from ..cuda import require
 
             return require().asarray(value), None, None, None
         return value, None, None, None

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy
 
-from .communication.group import world_comm
-from .communication.objects import all_gather_object
-from .placement import Placement
-from .sbp import SbpParallel
+from ..communication.collectives.objects import all_gather_object
+from ..communication.mpi.group import world_comm
+from ..layouts.placement import Placement
+from ..layouts.sbp import SbpParallel
 
 __all__ = ["MAX_DIMS", "agree", "describe_sbp", "dtype_code"]
 

@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy
 
-from . import dtypes as _dtypes
-from ._runtime import topology
-from ._tensor import Tensor, bind
-from .boxing.shards import check_shape, shard_slices
-from .core.array_module import array_module
+from .. import dtypes as _dtypes
+from ..core.array_module import array_module
+from ..layouts.placement import Placement
+from ..layouts.sbp import Partial, SbpParallel
+from ..layouts.shards import check_shape, shard_slices
+from ..runtime import topology
 from .creation import _check_device, _layout, _size
-from .placement import Placement
-from .sbp import Partial, SbpParallel
+from .tensor import Tensor, bind
 
 __all__ = [
     "Generator",
@@ -183,7 +183,7 @@ class Generator:
         Collective over the world: rank 0 draws the seed and broadcasts it, so that every
         rank keeps generating the same logical values.
         """
-        from .communication.group import world_comm
+        from ..communication.mpi.group import world_comm
 
         value = numpy.array([int.from_bytes(os.urandom(8), "little") >> 1], dtype=numpy.uint64)
         world_comm.broadcast(value, 0)

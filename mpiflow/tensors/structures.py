@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ._tensor import Tensor
+from .tensor import Tensor
 
 __all__ = ["to_global", "to_local"]
 

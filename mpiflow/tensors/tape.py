@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ._tensor import Tensor
+from .tensor import Tensor
 
 __all__ = [
     "Node",

@@ -1,6 +1,6 @@
 """Reproducible SUM/AVG collectives on float data: the same bits for any rank count or order.
 
-Under the reproducibility switch (:mod:`mpiflow.core.determinism`) a float or complex SUM/AVG
+Under the reproducibility switch (:mod:`mpiflow.core.deterministic`) a float or complex SUM/AVG
 all-reduce, reduce or reduce-scatter gathers every rank's values and sums each element exactly
 (:mod:`mpiflow.core.exact_sum`), rounding once. The result is the correctly rounded sum, so it
 does not depend on MPI's reduction order or algorithm (``1e16 + 1 - 1e16 + 1`` gives 2 on every
@@ -9,7 +9,7 @@ runs in Python: it is meant for results that must reproduce, not for gradient tr
 
 Example:
     >>> import numpy
-    >>> from mpiflow.communication.exact import sum_over_ranks
+    >>> from mpiflow.communication.collectives.deterministic import sum_over_ranks
     >>> sum_over_ranks(numpy.array([[1e16], [1.0], [-1e16], [1.0]]), average=False).tolist()
     [2.0]
 """
@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy
 
-from ..core import exact_sum as xs
-from ..core.determinism import are_deterministic_algorithms_enabled
-from ..core.reduce_op import ReduceOp
-from .communicator import Communicator
+from ...core import exact_sum as xs
+from ...core.deterministic import are_deterministic_algorithms_enabled
+from ...core.reduce_op import ReduceOp
+from ..mpi.interface import Communicator
 
 __all__ = ["wanted", "sum_over_ranks", "all_reduce", "reduce", "reduce_scatter"]
 

@@ -26,11 +26,11 @@ import numpy
 from mpi4py import MPI
 from mpi4py.util import pkl5
 
-from .collectives import resolve_group
-from .communicator import Communicator
-from .debug_mode import CollectiveMismatchError
-from .group import ProcessGroup
-from .watchdog import BlockedCall, register_frame_reader, watched
+from ..debug.mode import CollectiveMismatchError
+from ..mpi.group import ProcessGroup
+from ..mpi.interface import Communicator
+from ..watchdog.monitor import BlockedCall, register_frame_reader, watched
+from .torch_api import resolve_group
 
 __all__ = ["all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"]
 
@@ -122,7 +122,7 @@ def broadcast_object_list(object_list: list[Any], src: int = 0,
             receiving ranks only, their list's length differs from the source's.
 
     Examples:
-        >>> from mpiflow.communication.group import world_comm
+        >>> from mpiflow.communication.mpi.group import world_comm
         >>> objs = [{"lr": 0.1}, "tag"] if world_comm.rank == 0 else [None, None]
         >>> broadcast_object_list(objs, src=0)
         >>> objs
@@ -162,7 +162,7 @@ def all_gather_object(object_list: list[Any], obj: Any,
         ValueError: its length is not the group's size.
 
     Examples:
-        >>> from mpiflow.communication.group import world_comm
+        >>> from mpiflow.communication.mpi.group import world_comm
         >>> ranks = [None] * world_comm.size
         >>> all_gather_object(ranks, world_comm.rank)
         >>> ranks == list(range(world_comm.size))
@@ -201,7 +201,7 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: in
             ``object_gather_list`` is not a list of the group's size.
 
     Examples:
-        >>> from mpiflow.communication.group import world_comm
+        >>> from mpiflow.communication.mpi.group import world_comm
         >>> out = [None] * world_comm.size if world_comm.rank == 0 else None
         >>> gather_object(f"from {world_comm.rank}", out, dst=0)
         >>> out[0] if world_comm.rank == 0 else "from 0"
@@ -246,7 +246,7 @@ def scatter_object_list(scatter_object_output_list: list[Any],
             rank of the group; or, on ``src``, the input list is not one of the group's size.
 
     Examples:
-        >>> from mpiflow.communication.group import world_comm
+        >>> from mpiflow.communication.mpi.group import world_comm
         >>> mine = [None]
         >>> scatter_object_list(mine, [r * r for r in range(world_comm.size)], src=0)
         >>> mine == [world_comm.rank ** 2]

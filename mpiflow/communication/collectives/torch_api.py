@@ -23,15 +23,16 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..core.array_module import array_module
-from ..core.buffers import as_buffer
-from ..core.determinism import are_deterministic_algorithms_enabled as _deterministic
-from ..core.reduce_op import check_reduce_dtype
-from ..core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
-from . import Communicator, ReduceOp, Work, exact
-from .group import ProcessGroup, world_comm, world_group
-from .mpi import MessageSizeError, check_tag, p2p_error
-from .skew import skipped
+from ...core.array_module import array_module
+from ...core.buffers import as_buffer
+from ...core.deterministic import are_deterministic_algorithms_enabled as _deterministic
+from ...core.reduce_op import ReduceOp, check_reduce_dtype
+from ...core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
+from ..mpi.communicator import MessageSizeError, check_tag, p2p_error
+from ..mpi.group import ProcessGroup, world_comm, world_group
+from ..mpi.interface import Communicator, Work
+from ..watchdog.skew import skipped
+from . import deterministic
 
 __all__ = [
     "all_gather",
@@ -242,8 +243,8 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_reduce", exc)
         raise
-    if exact.wanted(buf, op):
-        exact.all_reduce(comm, buf, op)
+    if deterministic.wanted(buf, op):
+        deterministic.all_reduce(comm, buf, op)
         return _finish(Work() if async_op else None, async_op, post)
     return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
 
@@ -277,8 +278,8 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "reduce", exc)
         raise
-    if exact.wanted(buf, op):
-        exact.reduce(g.comm, buf, op, root)
+    if deterministic.wanted(buf, op):
+        deterministic.reduce(g.comm, buf, op, root)
         return _finish(Work() if async_op else None, async_op, post)
     return _finish(g.comm.reduce(buf, op, root, async_op), async_op, post)
 
@@ -398,8 +399,8 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "reduce_scatter", exc)
         raise
-    if exact.wanted(out, op):
-        exact.reduce_scatter(g.comm, _stack(g.comm, ins, out), out, op)
+    if deterministic.wanted(out, op):
+        deterministic.reduce_scatter(g.comm, _stack(g.comm, ins, out), out, op)
         return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
     work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
@@ -426,8 +427,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
     except (ValueError, TypeError) as exc:
         _failed(comm, "reduce_scatter", exc)
         raise
-    if exact.wanted(out, op):
-        exact.reduce_scatter(comm, inp, out, op)
+    if deterministic.wanted(out, op):
+        deterministic.reduce_scatter(comm, inp, out, op)
         return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
     work = comm.reduce_scatter(inp, out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))

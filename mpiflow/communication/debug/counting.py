@@ -2,7 +2,7 @@
 
 Examples:
     >>> from mpiflow.communication import count_collectives
-    >>> from mpiflow.communication.group import world_comm
+    >>> from mpiflow.communication.mpi.group import world_comm
     >>> x = numpy.ones(3)
     >>> with count_collectives() as calls:
     ...     world_comm.all_reduce(x)
@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import fast
-from .communicator import OPERATIONS
-from .mpi import MPICommunicator
+from .. import fast
+from ..mpi.communicator import MPICommunicator
+from ..mpi.interface import OPERATIONS
 
 __all__ = ["OPERATIONS", "count_collectives"]
 
@@ -50,7 +50,7 @@ def count_collectives() -> Iterator[Counter[str]]:
         (``"all_gather_v"``, ``"all_reduce"``, ...), filled in as the calls happen.
 
     Examples:
-        >>> from mpiflow.communication.group import world_comm as comm
+        >>> from mpiflow.communication.mpi.group import world_comm as comm
         >>> with count_collectives() as calls:
         ...     comm.barrier()
         >>> calls["barrier"]

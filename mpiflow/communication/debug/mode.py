@@ -44,13 +44,13 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..core.reduce_op import ReduceOp
-from . import watchdog
-from .communicator import OPERATIONS
-from .fast import concurrent_use
-from .mpi import MPICommunicator, set_debug_kind
-from .watchdog import NEXT, STATE
-from .watchdog_report import _ranks_text, describe_group
+from ...core.reduce_op import ReduceOp
+from ..fast import concurrent_use
+from ..mpi.communicator import MPICommunicator, set_debug_kind
+from ..mpi.interface import OPERATIONS
+from ..watchdog import monitor as watchdog
+from ..watchdog.monitor import NEXT, STATE
+from ..watchdog.report import _ranks_text, describe_group
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.reduce_op import ReduceOp
-from .communicator import Array, Communicator, Work
-from .datatypes import reduce_plan
-from .device_ops import DeviceOps
-from .mpi import MPICommunicator
+from ...core.reduce_op import ReduceOp
+from ..mpi.communicator import MPICommunicator
+from ..mpi.datatypes import reduce_plan
+from ..mpi.interface import Array, Communicator, Work
+from .array_ops import DeviceOps
 from .staging import PinnedPool, StagedCommunicator
 
 __all__ = ["CudaAwareCommunicator", "DirectMPICommunicator"]

@@ -10,7 +10,7 @@ at import: :func:`~.mpi.set_device_maker`). The choice follows
 device; it never communicates (NCCL connects on the group's first NCCL collective).
 
 Examples:
-    >>> from mpiflow.communication.group import world_group
+    >>> from mpiflow.communication.mpi.group import world_group
     >>> group_transport(world_group)        # on a machine with CuPy's NCCL
     'nccl'
 """
@@ -20,10 +20,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .communicator import Communicator
+from ..mpi.communicator import MPICommunicator, set_device_maker
+from ..mpi.interface import Communicator
+from .array_ops import CupyOps, DeviceOps
 from .cuda_aware import CudaAwareCommunicator
-from .device_ops import CupyOps, DeviceOps
-from .mpi import MPICommunicator, set_device_maker
 from .staging import PinnedPool, StagedCommunicator
 from .transport import Transport, TransportChoice, current_transport
 
@@ -60,7 +60,7 @@ def build_device_communicator(mpi: MPICommunicator, ops: DeviceOps, choice: Tran
 def _defaults() -> tuple[DeviceOps, TransportChoice, PinnedPool, Any]:
     """CuPy's device operations, this process's transport, the shared pinned pool (once)."""
     if not _shared:
-        from .. import cuda
+        from ... import cuda
 
         ops = CupyOps(cuda.require())
         choice = current_transport()

@@ -46,11 +46,11 @@ from typing import Any, ClassVar
 
 import numpy
 
-from ..core.reduce_op import ReduceOp, check_reduce_dtype
-from .communicator import Array, Communicator, Work
+from ...core.reduce_op import ReduceOp, check_reduce_dtype
+from ..mpi.communicator import MPICommunicator, _displacements
+from ..mpi.interface import Array, Communicator, Work
+from .array_ops import DeviceOps, Marker
 from .cuda_aware import CudaAwareCommunicator
-from .device_ops import DeviceOps, Marker
-from .mpi import MPICommunicator, _displacements
 from .staging import PinnedPool, StagedCommunicator
 from .transport import NcclReduction, nccl_reduction
 

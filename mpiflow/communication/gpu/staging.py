@@ -14,8 +14,8 @@ All device work goes through :class:`~.device_ops.DeviceOps`: with :class:`CupyO
 moves CuPy arrays; with :class:`HostOps` the same code runs on numpy arrays in CI.
 
 Examples:
-    >>> from mpiflow.communication.device_ops import HostOps
-    >>> from mpiflow.communication.group import world_comm
+    >>> from mpiflow.communication.gpu.array_ops import HostOps
+    >>> from mpiflow.communication.mpi.group import world_comm
     >>> staged = StagedCommunicator(world_comm, HostOps())
     >>> x = numpy.ones(3)
     >>> staged.all_reduce(x)            # x == world size, through a reused host buffer
@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy
 
-from ..core.reduce_op import ReduceOp
-from .communicator import Array, Communicator, Work
-from .device_ops import DeviceOps
-from .mpi import MPICommunicator
+from ...core.reduce_op import ReduceOp
+from ..mpi.communicator import MPICommunicator
+from ..mpi.interface import Array, Communicator, Work
+from .array_ops import DeviceOps
 
 __all__ = ["PinnedPool", "StagedCommunicator"]
 
@@ -47,7 +47,7 @@ class PinnedPool:
         smallest: the least capacity handed out, in bytes.
 
     Examples:
-        >>> from mpiflow.communication.device_ops import HostOps
+        >>> from mpiflow.communication.gpu.array_ops import HostOps
         >>> pool = PinnedPool(HostOps())
         >>> raw = pool.take(100)           # a 256-byte buffer, allocated now
         >>> pool.give(raw)

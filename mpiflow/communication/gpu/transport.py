@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy
 
-from ..core.reduce_op import ReduceOp
+from ...core.reduce_op import ReduceOp
 
 __all__ = [
     "BACKENDS",
@@ -357,8 +357,8 @@ def current_transport(environ: Mapping[str, str] | None = None) -> TransportChoi
 
 def _ranks_per_gpu() -> int:
     """The most ranks of this node on one GPU (local ranks over visible devices, rounded up)."""
-    from .. import cuda
-    from .._runtime import topology
+    from ... import cuda
+    from ...runtime import topology
 
     devices = cuda.device_count()
     return -(-topology.local_size // devices) if devices else 1

@@ -23,17 +23,17 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..core.message_size import MessageSizeError
-from ..core.reduce_op import ReduceOp
-from ..core.steps import chain as _chain
-from . import watchdog
-from .communicator import Array, Communicator, Work
+from ...core.completion import chain as _chain
+from ...core.message_size import MessageSizeError
+from ...core.reduce_op import ReduceOp
+from ..fast import FastPaths, concurrent_use
+from ..watchdog import monitor as watchdog
+from ..watchdog.failure import collective_failed
+from ..watchdog.monitor import NEXT as _next
+from ..watchdog.monitor import STATE as _state
+from ..watchdog.monitor import operation_of
 from .datatypes import reduce_plan
-from .failure import collective_failed
-from .fast import FastPaths, concurrent_use
-from .watchdog import NEXT as _next
-from .watchdog import STATE as _state
-from .watchdog import operation_of
+from .interface import Array, Communicator, Work
 
 __all__ = ["TAG_UB", "MPICommunicator", "MessageSizeError", "check_tag", "new_communicator",
            "p2p_error", "set_debug_kind", "set_device_maker"]
@@ -197,7 +197,7 @@ class MPICommunicator(Communicator):
             make = _device_maker
             if make is None:
                 raise RuntimeError("no device transport is registered: import "
-                                   "mpiflow.communication.device (importing mpiflow does)")
+                                   "mpiflow.communication.gpu.maker (importing mpiflow does)")
             device = make(self)
         return device
 

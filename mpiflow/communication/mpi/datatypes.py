@@ -23,7 +23,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..core.reduce_op import ReduceOp, check_reduce_dtype
+from ...core.reduce_op import ReduceOp, check_reduce_dtype
 
 __all__ = ["ReducePlan", "reduce_plan"]
 

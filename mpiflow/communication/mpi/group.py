@@ -15,8 +15,8 @@ from typing import Any
 
 from mpi4py import MPI
 
-from .communicator import Communicator
-from .mpi import MPICommunicator, new_communicator
+from .communicator import MPICommunicator, new_communicator
+from .interface import Communicator
 
 _WORLD_SIZE = MPI.COMM_WORLD.Get_size()
 
@@ -105,7 +105,7 @@ def _on_finalize(comm: MPI.Comm, keyval: int, value: Any) -> None:
     """Run by MPI_Finalize (it deletes COMM_SELF's attributes first, while MPI still works):
     send every later call of mpiflow's groups to a clear error. Costs nothing per call: the
     fast paths are switched off and the communicators swapped, once."""
-    from . import fast
+    from .. import fast
 
     fast.pause()  # never resumed: the fast paths call MPI directly
     for live in list(_live_comms):

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.reduce_op import ReduceOp
-from . import watchdog
-from .watchdog import NEXT as _next
-from .watchdog import STATE as _state
+from ...core.reduce_op import ReduceOp
+from ..watchdog import monitor as watchdog
+from ..watchdog.monitor import NEXT as _next
+from ..watchdog.monitor import STATE as _state
 
 __all__ = ["OPERATIONS", "Communicator", "Work"]
 
@@ -34,7 +34,7 @@ class Work:
     """Handle of a non-blocking operation, as PyTorch's ``Work``: ``wait()`` and ``is_completed()``.
 
     Examples:
-        >>> from mpiflow.communication.group import world_comm as comm
+        >>> from mpiflow.communication.mpi.group import world_comm as comm
         >>> x = numpy.ones(3)
         >>> work = comm.all_reduce(x, async_op=True)
         >>> work.wait()

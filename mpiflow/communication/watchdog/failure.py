@@ -32,9 +32,9 @@ from typing import Any, NoReturn
 
 from mpi4py import MPI
 
-from .. import _runtime
-from . import watchdog
-from .watchdog_report import describe_group
+from ... import runtime as _runtime
+from . import monitor as watchdog
+from .report import describe_group
 
 __all__ = ["CollectiveError", "collective_failed", "describe_failure"]
 
@@ -124,7 +124,7 @@ def collective_failed(operation: str, mpi_comm: Any, exc: Any, bufs: Any = ()) -
     rank = world.Get_rank()
     stack = traceback.format_stack(sys._getframe(1))
     lines = ["Traceback (most recent call last):", *"".join(stack).rstrip("\n").split("\n"),
-             f"mpiflow.communication.failure.CollectiveError: {message}",
+             f"mpiflow.communication.watchdog.failure.CollectiveError: {message}",
              f"mpiflow: aborting the job because {operation} failed on rank {rank}"]
     _runtime.abort_job("".join(f"[rank {rank}] {line}\n" for line in "\n".join(lines)
                                .split("\n")), 1)

@@ -54,9 +54,9 @@ from typing import Any
 
 from mpi4py import MPI
 
-from .. import _runtime
-from .watchdog_report import _ranks_text, describe_group, format_report  # noqa: F401
-from .watchdog_sites import (  # noqa: F401  (registration API and helpers, re-exported)
+from ... import runtime as _runtime
+from .report import _ranks_text, describe_group, format_report  # noqa: F401
+from .sites import (  # noqa: F401  (registration API and helpers, re-exported)
     _PACKAGE,
     BlockedCall,
     FrameReader,

@@ -8,14 +8,14 @@ The watchdog's thread then reads other threads' stacks with :func:`in_blocking_s
 :func:`describe_stack`. Every name here is also reachable as ``watchdog.<name>``.
 
 Example:
-    >>> from mpiflow.communication import watchdog_sites
+    >>> from mpiflow.communication.watchdog import sites
     >>> def wait_for_peer():          # a function that would call a blocking MPI function
     ...     pass
-    >>> watchdog_sites.register_blocking_site(wait_for_peer)
+    >>> sites.register_blocking_site(wait_for_peer)
     >>> code = wait_for_peer.__code__
-    >>> code.co_name in watchdog_sites.blocking_sites()[code.co_filename]
+    >>> code.co_name in sites.blocking_sites()[code.co_filename]
     True
-    >>> watchdog_sites.unregister_blocking_site(wait_for_peer)
+    >>> sites.unregister_blocking_site(wait_for_peer)
 """
 
 from __future__ import annotations

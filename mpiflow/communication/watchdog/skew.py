@@ -29,8 +29,8 @@ from typing import Any
 
 from mpi4py import MPI
 
-from . import watchdog
-from .watchdog_report import _ranks_text, describe_group
+from . import monitor as watchdog
+from .report import _ranks_text, describe_group
 
 __all__ = ["Skipped", "resync", "skipped"]
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy
 
-from ..._tensor import Tensor
 from ...autograd import no_grad
+from ...layouts.placement import Placement
+from ...layouts.sbp import Broadcast, normalize_sbp
 from ...ops import pointwise as _pw
-from ...placement import Placement
-from ...sbp import Broadcast, normalize_sbp
+from ...tensors.tensor import Tensor
 
 __all__ = ["check_value", "copy_into", "globalize", "swap", "value_like"]
 
@@ -37,7 +37,7 @@ def value_like(target: Tensor, value: Any) -> Tensor:
         >>> value_like(w, numpy.zeros(tuple(w.shape))).sbp == w.sbp    # w global
         True
     """
-    from ...creation import tensor
+    from ...tensors.creation import tensor
 
     with no_grad():
         if isinstance(value, Tensor):
