@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,11 +27,12 @@ import mpiflow.distributed
 import mpiflow.nn
 import mpiflow.nn.functional
 import mpiflow.optim
+from mpiflow.layouts.placement import set_world_size, world_size
 
 # Examples of placements larger than the job, with no communication: placements may name up
 # to 16 ranks while they run (as in tests/test_boxing_plan.py).
 FAKE_WORLD = {
-    "mpiflow.placement",
+    "mpiflow.layouts.placement",
     "mpiflow.layouts.layout",
     "mpiflow.layouts.plan",
     "mpiflow.layouts.plan.plan_redistribution",
@@ -74,8 +74,9 @@ def _doctest_setup(request: pytest.FixtureRequest) -> Iterator[None]:
 
         names["torch"] = torch
     if request.node.name in FAKE_WORLD:
-        placement_module = sys.modules["mpiflow.placement"]  # mpiflow.placement: the class
-        request.getfixturevalue("monkeypatch").setattr(placement_module, "_world_size", 16)
+        before = world_size()
+        set_world_size(16)
+        request.addfinalizer(lambda: set_world_size(before))
     where = os.getcwd()
     os.chdir(request.getfixturevalue("mpi_tmp_path"))  # pytest-mpi: rank 0's tmp_path
     mpiflow.manual_seed(0)
