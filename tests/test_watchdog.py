@@ -303,7 +303,7 @@ def _dog(timeout: float = 5.0) -> tuple[Watchdog, _Inside]:
 
 
 def _enter(dog: Watchdog, inside: _Inside) -> None:
-    dog.state.seq = watchdog.NEXT[dog.state.seq]
+    dog.state.mark()
     inside.value = True
 
 
@@ -510,12 +510,19 @@ def test_sys_exit_is_remembered_for_the_exit_notice() -> None:
 
 
 def test_the_marks_cycle_through_small_ints() -> None:
-    assert len(watchdog.NEXT) == 256 and sorted(watchdog.NEXT) == list(range(256))
-    value, seen = 0, set()
+    state = watchdog.CallState()
+    seen = []
     for _ in range(256):
-        seen.add(value)
-        value = watchdog.NEXT[value]
-    assert value == 0 and len(seen) == 256
+        seen.append(state.seq)
+        state.mark()
+    assert seen == list(range(256)) and state.seq == 0
+    assert state.mark() is None and state.seq == 1
+
+
+def test_mark_call_marks_the_process_state() -> None:
+    before = watchdog.STATE.seq
+    watchdog.mark_call()
+    assert (watchdog.STATE.seq - before) % 256 == 1
 
 
 @pytest.mark.mpi
@@ -534,7 +541,7 @@ def test_the_overhead_benchmark_runs_and_leaves_the_watchdog_as_it_was() -> None
 
 def test_other_layers_can_register_their_blocking_functions() -> None:
     def wait_for_the_device() -> bool:
-        watchdog.STATE.seq = watchdog.NEXT[watchdog.STATE.seq]
+        watchdog.mark_call()
         return watchdog.in_blocking_site(sys._getframe())
 
     assert not wait_for_the_device()

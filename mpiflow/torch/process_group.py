@@ -39,8 +39,7 @@ from mpi4py import MPI
 from ..communication import ReduceOp
 from ..communication import Work as MPIWork
 from ..communication.mpi.communicator import MPICommunicator
-from ..communication.watchdog.monitor import NEXT as _next
-from ..communication.watchdog.monitor import STATE as _state
+from ..communication.watchdog.monitor import mark_call
 from ..core.torch_arrays import Post, chain, stage
 from .work import DoneWork, PendingWork
 
@@ -379,7 +378,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         if async_op:
             request = self._mpi.Iallgather(MPI.IN_PLACE, flat)
             return PendingWork(_mpi_work([request], flat), [out])
-        _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+        mark_call()  # the watchdog's mark: a new blocking call
         self._mpi.Allgather(MPI.IN_PLACE, flat)
         return DoneWork([out])
 

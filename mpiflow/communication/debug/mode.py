@@ -49,7 +49,7 @@ from ..fast import concurrent_use
 from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..mpi.interface import OPERATIONS
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import NEXT, STATE
+from ..watchdog.monitor import mark_call
 from ..watchdog.report import _ranks_text, describe_group
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
@@ -315,7 +315,7 @@ class DebugMPICommunicator(MPICommunicator):
 
     def _exchange(self, row: numpy.ndarray) -> numpy.ndarray:
         """Every rank's row, in rank order (collective on the shadow communicator)."""
-        STATE.seq = NEXT[STATE.seq]  # the watchdog's mark: a new blocking call
+        mark_call()  # the watchdog's mark: a new blocking call
         if self._shadow is None:
             self._shadow = self.mpi_comm.Dup()
             group, world = self.mpi_comm.Get_group(), MPI.COMM_WORLD.Get_group()

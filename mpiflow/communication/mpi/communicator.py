@@ -29,9 +29,7 @@ from ...core.reduce_op import ReduceOp
 from ..fast import FastPaths, concurrent_use
 from ..watchdog import monitor as watchdog
 from ..watchdog.failure import collective_failed
-from ..watchdog.monitor import NEXT as _next
-from ..watchdog.monitor import STATE as _state
-from ..watchdog.monitor import operation_of
+from ..watchdog.monitor import mark_call, operation_of
 from .datatypes import reduce_plan
 from .interface import Array, Communicator, Work
 
@@ -257,7 +255,7 @@ class MPICommunicator(Communicator):
             work = Work([request], finalize, keep, *waits)
             work.what = start  # what the watchdog names when a wait() hangs
             return work
-        _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+        mark_call()  # the watchdog's mark: a new blocking call
         mark = collective and owner is None
         if mark:
             in_use.owner = get_ident()
@@ -526,7 +524,7 @@ class MPICommunicator(Communicator):
             check_tag(tag)
         dst, write_back = _writable(buf, keep_contents=False)
         status = MPI.Status()
-        _state.seq = _next[_state.seq]
+        mark_call()
         try:
             self.mpi_comm.Recv(dst, source, tag, status)
         except _UNMAPPABLE as exc:
@@ -584,7 +582,7 @@ class MPICommunicator(Communicator):
         if len(set(members)) != len(members) or not members:
             raise ValueError(f"group ranks must be distinct and non-empty, got {list(ranks)}")
         group = self.mpi_comm.Get_group().Incl(members)
-        _state.seq = _next[_state.seq]
+        mark_call()
         try:
             comm = self.mpi_comm.Create(group)
         finally:
@@ -594,7 +592,7 @@ class MPICommunicator(Communicator):
     def split_by_color(self, color: int | None, key: int = 0) -> MPICommunicator | None:
         if color is not None and (isinstance(color, bool) or int(color) < 0):
             raise ValueError(f"color must be a non-negative int or None, got {color!r}")
-        _state.seq = _next[_state.seq]
+        mark_call()
         comm = self.mpi_comm.Split(MPI.UNDEFINED if color is None else int(color), int(key))
         return None if comm == MPI.COMM_NULL else new_communicator(_returning(comm))
 

@@ -15,8 +15,7 @@ from typing import Any
 
 from ...core.reduce_op import ReduceOp
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import NEXT as _next
-from ..watchdog.monitor import STATE as _state
+from ..watchdog.monitor import mark_call
 
 __all__ = ["OPERATIONS", "Communicator", "Work"]
 
@@ -105,7 +104,7 @@ class Work:
             return True
         if timeout is None:
             assert self._wait_all is not None
-            _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+            mark_call()  # the watchdog's mark: a new blocking call
             self._wait_all(self._requests)
             self._finish()
             return True

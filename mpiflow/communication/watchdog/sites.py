@@ -102,7 +102,7 @@ def register_blocking_names(filename: str, names: Iterable[str]) -> None:
 
     For the functions that :func:`register_blocking_site` cannot name by object: lambdas
     (``"<lambda>"``) and closures made per call or per communicator. Every such function must
-    step :data:`STATE` (``STATE.seq = NEXT[STATE.seq]``) before it blocks.
+    call the watchdog's marker (``mark_call()``) before it blocks.
 
     Args:
         filename: the file's name as its code objects carry it (``f.__code__.co_filename``).
@@ -115,7 +115,7 @@ def register_blocking_names(filename: str, names: Iterable[str]) -> None:
 def register_blocking_site(function: Any) -> None:
     """Let the watchdog watch a function that calls a blocking MPI (or device) function.
 
-    The function must step :data:`STATE` (``STATE.seq = NEXT[STATE.seq]``) before it blocks,
+    The function must call the watchdog's marker (``mark_call()``) before it blocks,
     so that the watchdog tells one call from the next. Sites are known by file and name, not
     by code object, so that wrappers (``count_collectives``) change nothing.
 
