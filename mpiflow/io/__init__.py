@@ -12,7 +12,7 @@ Examples:
     >>> p = flow.placement.all("cpu")
     >>> save({"w": flow.ones(6, 2, placement=p, sbp=flow.sbp.split(0)), "step": 7}, "ckpt")
     >>> load("ckpt", p, flow.sbp.split(1))["w"].sbp
-    (mpiflow.layouts.sbp.split(dim=1),)
+    (mpiflow.sbp.split(dim=1),)
 """
 
 from .checkpoint import SbpChoice, load, save

@@ -314,13 +314,13 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
         >>> flow.save({"w": flow.zeros(4, 6), "step": 3}, "ckpt/step-3")
         >>> state = flow.load("ckpt/step-3", flow.placement.all("cpu"), flow.sbp.split(1))
         >>> state["w"].sbp, state["step"]
-        ((mpiflow.layouts.sbp.split(dim=1),), 3)
+        ((mpiflow.sbp.split(dim=1),), 3)
     """
     if (placement is None) != (sbp is None):
         raise ValueError("load takes a placement and an sbp together (or neither, for local "
                          "tensors)")
     if placement is not None and not isinstance(placement, Placement):
-        raise TypeError(f"placement must be a mpiflow.layouts.placement, got {placement!r}")
+        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
     comm = world_comm.mpi_comm
     directory = os.path.abspath(os.fspath(path))
     index = None

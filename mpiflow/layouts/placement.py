@@ -133,7 +133,7 @@ class Placement:
         return self._hash
 
     def __repr__(self) -> str:
-        return f'mpiflow.layouts.placement(type="{self.type}", ranks={self._ranks.tolist()})'
+        return f'mpiflow.placement(type="{self.type}", ranks={self._ranks.tolist()})'
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Placement, (self.type, self._ranks.tolist()))

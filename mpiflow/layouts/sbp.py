@@ -9,7 +9,7 @@
 Examples:
     >>> import mpiflow as flow
     >>> flow.sbp.split(0)
-    mpiflow.layouts.sbp.split(dim=0)
+    mpiflow.sbp.split(dim=0)
     >>> str(flow.sbp.split(0)), str(flow.sbp.broadcast), str(flow.sbp.partial_sum)
     ('S(0)', 'B', 'P')
 """
@@ -73,7 +73,7 @@ class Split(SbpParallel):
             raise ValueError(f"split dim must be a non-negative int, got {self.dim!r}")
 
     def __repr__(self) -> str:
-        return f"mpiflow.layouts.sbp.split(dim={self.dim})"
+        return f"mpiflow.sbp.split(dim={self.dim})"
 
     def __str__(self) -> str:
         return f"S({self.dim})"
@@ -84,7 +84,7 @@ class Broadcast(SbpParallel):
     """``B``: every rank holds the whole value."""
 
     def __repr__(self) -> str:
-        return "mpiflow.layouts.sbp.broadcast"
+        return "mpiflow.sbp.broadcast"
 
     def __str__(self) -> str:
         return "B"
@@ -104,7 +104,7 @@ class Partial(SbpParallel):
             raise ValueError(f"partial layouts reduce with SUM, MAX or MIN, got {self.op!r}")
 
     def __repr__(self) -> str:
-        return f"mpiflow.layouts.sbp.partial_{self.op.name.lower()}"
+        return f"mpiflow.sbp.partial_{self.op.name.lower()}"
 
     def __str__(self) -> str:
         return "P" if self.op is ReduceOp.SUM else f"P({self.op.name.lower()})"
@@ -118,7 +118,7 @@ def split(dim: int = 0) -> Split:
 
     Examples:
         >>> split(1)
-        mpiflow.layouts.sbp.split(dim=1)
+        mpiflow.sbp.split(dim=1)
     """
     return Split(dim)
 
@@ -141,7 +141,7 @@ def normalize_sbp(value: Any, mesh_ndim: int) -> tuple[SbpParallel, ...]:
     items = (value,) if isinstance(value, SbpParallel) else tuple(value)
     for item in items:
         if not isinstance(item, SbpParallel):
-            raise TypeError(f"sbp entries must be mpiflow.layouts.sbp layouts, got {item!r}")
+            raise TypeError(f"sbp entries must be mpiflow.sbp layouts, got {item!r}")
     if len(items) != mesh_ndim:
         raise ValueError(f"the placement has {mesh_ndim} mesh dimension(s) but {len(items)} sbp "
                          f"entries were given: {'(' + ', '.join(map(str, items)) + ')'}")

@@ -233,7 +233,7 @@ def same_runs_layout(shape: Shape, size: Shape, mesh: Shape,
     Examples:
         >>> from mpiflow.layouts.sbp import split
         >>> same_runs_layout((4, 4), (2, 8), (2, 2), (split(0), split(0)))
-        (mpiflow.layouts.sbp.split(dim=0), mpiflow.layouts.sbp.split(dim=1))
+        (mpiflow.sbp.split(dim=0), mpiflow.sbp.split(dim=1))
     """
     coords = list(itertools.product(*(range(k) for k in mesh)))
     runs = [_flat_run(shape, shard_bounds(shape, mesh, sbp, c)) for c in coords]

@@ -240,7 +240,7 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
         mpiflow.Size([4, 5])
     """
     if placement is not None and not isinstance(placement, Placement):
-        raise TypeError(f"placement must be a mpiflow.layouts.placement, got {placement!r}")
+        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
     if t._placement is None:
         if placement is None or sbp is None:
             raise ValueError("to_global on a local tensor needs both a placement and an sbp")
