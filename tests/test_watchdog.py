@@ -453,7 +453,7 @@ def test_other_reasons_and_a_report_of_this_rank_only() -> None:
                                              ([7, 2, 3, 4, 9, 10], "ranks 2-4, 7, 9, 10"),
                                              ([], "none")])
 def test_rank_lists_are_compressed(ranks: list[int], text: str) -> None:
-    assert watchdog._ranks_text(ranks) == text
+    assert watchdog.ranks_text(ranks) == text
 
 
 def test_groups_are_named_as_the_public_faces_do() -> None:

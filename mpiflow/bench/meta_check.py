@@ -23,7 +23,7 @@ from ..tensors.creation import zeros
 from ..tensors.meta import agree
 from ..tensors.tensor import Tensor
 from .plan import Settings
-from .report import _heading, format_grid
+from .report import format_grid, section_heading
 from .runner import measure_interleaved
 
 __all__ = ["format_meta_check", "run_meta_check"]
@@ -79,7 +79,7 @@ def run_meta_check(settings: Settings) -> dict[str, Any]:
 
 def format_meta_check(result: Mapping[str, Any], markdown: bool = False) -> str:
     """The table of a :func:`run_meta_check` result."""
-    head = _heading("to_global_check", [
+    head = section_heading("to_global_check", [
         f"to_global with and without the ranks' agreement check on {result['ranks']} rank(s); "
         f"best of {result['rounds']} interleaved rounds, slowest rank"], markdown)
     cells = [[r["case"], r["checked"], f"{r['checked_us']:.1f}", r["alternative"],

@@ -118,7 +118,7 @@ def concurrent_use(in_use: InUse, mpi_comm: Any, operation: str) -> None:
         resync(in_use, mpi_comm, operation)
         return
     size = mpi_comm.Get_size() if mpi_comm is not None else None
-    group = describe_group(watchdog._world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
+    group = describe_group(watchdog.world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
     others = [owner] if owner is not True else _threads_inside(mpi_comm, me)
     inside = " and ".join(_thread_name(t) for t in others) or "another thread"
     raise RuntimeError(

@@ -109,10 +109,10 @@ EXACT_ROUND = OpDef("exact_round", _round_kernel, _round_shape, _round_layouts,
 def _sum_rule(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
               divisor: int = 1, **_: Any) -> tuple[Tensor]:
     """The gradient of a sum (over ``divisor`` for means): ``g`` broadcast to the input."""
-    from .reduction import _unreduce
+    from .reduction import unreduce
 
     x = operands[0]
-    g = _unreduce(g, dims, keepdim)
+    g = unreduce(g, dims, keepdim)
     if divisor != 1:
         g = pw.div(g, divisor)
     return (pw.expand(g, tuple(x.shape)),)

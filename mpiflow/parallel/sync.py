@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..communication import ReduceOp
-from ..communication.collectives.torch_api import _list_args, resolve_group
+from ..communication.collectives.torch_api import list_args, resolve_group
 from ..communication.mpi.group import ProcessGroup
 from ..core.array_module import array_module
 from ..core.torch_arrays import Post
@@ -63,7 +63,7 @@ def _check_claims(rank: int | None, world_size: int | None, group: ProcessGroup)
 def _staged(items: list[Any], reduce: bool) -> tuple[list[Any], Post | None]:
     """The writable arrays behind arrays and tensors, and the step that writes staged copies
     back once the collectives are done (bfloat16 is summed through float32 when ``reduce``)."""
-    return _list_args(items, "model entry", write=True, reduce=ReduceOp.SUM if reduce else None)
+    return list_args(items, "model entry", write=True, reduce=ReduceOp.SUM if reduce else None)
 
 
 def _weights(model: Any) -> tuple[list[Any], Post | None]:

@@ -41,20 +41,20 @@ __all__ = [
 _B = Broadcast()
 
 
-def _layout(placement: Placement | None, sbp: Any
+def layout_of(placement: Placement | None, sbp: Any
             ) -> tuple[Placement, tuple[SbpParallel, ...]] | None:
     if placement is None:
         if sbp is not None:
             raise ValueError("sbp was given without a placement")
         return None
     if not isinstance(placement, Placement):
-        raise TypeError(f"placement must be a mpiflow.layouts.placement, got {placement!r}")
+        raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
     if sbp is None:
         raise ValueError("a global tensor needs an sbp as well as a placement")
     return placement, normalize_sbp(sbp, placement.ndim)
 
 
-def _check_device(placement: Placement | None, device: Any) -> ModuleType:
+def check_device(placement: Placement | None, device: Any) -> ModuleType:
     """The array module of a tensor on ``placement`` (or ``device``): numpy for 'cpu', CuPy for
     'cuda' (a clear error saying what is missing when CuPy or a device is)."""
     kind = (placement.type if placement is not None
@@ -89,11 +89,11 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         >>> flow.tensor([[1, 2], [3, 4]]).dtype
         mpiflow.int64
     """
-    layout = _layout(placement, sbp)
+    layout = layout_of(placement, sbp)
     source = data._data if isinstance(data, Tensor) else data
     if device is None and placement is None and array_module(source) is not numpy:
         device = "cuda"  # CuPy data stays on the GPU
-    xp = _check_device(placement, device)
+    xp = check_device(placement, device)
     if isinstance(data, Tensor):
         data = data.numpy()
     elif array_module(data) is not numpy:
@@ -136,7 +136,7 @@ def from_dlpack(obj: Any) -> Tensor:
 _DLPACK_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
-def _size(size: Sequence[Any], keyword: Any = None) -> tuple[int, ...]:
+def size_of(size: Sequence[Any], keyword: Any = None) -> tuple[int, ...]:
     """The shape given as ints, one sequence, or (``keyword``) the ``size=`` argument."""
     if keyword is not None:
         if size:
@@ -153,8 +153,8 @@ def _size(size: Sequence[Any], keyword: Any = None) -> tuple[int, ...]:
 def _filled(shape: tuple[int, ...], fill: Callable[[Any, tuple[int, ...], numpy.dtype], Any],
             dtype: numpy.dtype, placement: Placement | None, sbp: Any,
             requires_grad: bool, device: Any = None) -> Tensor:
-    layout = _layout(placement, sbp)
-    xp = _check_device(placement, device)
+    layout = layout_of(placement, sbp)
+    xp = check_device(placement, device)
     if layout is None:
         return Tensor(fill(xp, shape, dtype), requires_grad=requires_grad)
     p, s = layout
@@ -176,8 +176,8 @@ def zeros(*dims: Any, size: Any = None, dtype: Any = None,
           placement: Placement | None = None, sbp: Any = None,
           requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of zeros of shape ``size`` (float32 unless ``dtype``)."""
-    _check_device(placement, device)
-    return _filled(_size(dims, size), lambda xp, s, d: xp.zeros(s, d),
+    check_device(placement, device)
+    return _filled(size_of(dims, size), lambda xp, s, d: xp.zeros(s, d),
                    _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad,
                    device)
 
@@ -186,8 +186,8 @@ def ones(*dims: Any, size: Any = None, dtype: Any = None,
          placement: Placement | None = None, sbp: Any = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ones of shape ``size``; with a partial sbp only rank 0 holds ones."""
-    _check_device(placement, device)
-    return _filled(_size(dims, size), lambda xp, s, d: xp.ones(s, d),
+    check_device(placement, device)
+    return _filled(size_of(dims, size), lambda xp, s, d: xp.ones(s, d),
                    _dtype_or(dtype, _dtypes.default_float), placement, sbp, requires_grad,
                    device)
 
@@ -196,13 +196,13 @@ def empty(*dims: Any, size: Any = None, dtype: Any = None,
           placement: Placement | None = None, sbp: Any = None,
           requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of shape ``size`` whose values are not set (zeros on a partial layout)."""
-    _check_device(placement, device)
+    check_device(placement, device)
     dt = _dtype_or(dtype, _dtypes.default_float)
-    layout = _layout(placement, sbp)
+    layout = layout_of(placement, sbp)
     if layout is not None and any(isinstance(x, Partial) for x in layout[1]):
-        return zeros(_size(dims, size), dtype=dtype, placement=placement, sbp=sbp,
+        return zeros(size_of(dims, size), dtype=dtype, placement=placement, sbp=sbp,
                      requires_grad=requires_grad, device=device)
-    return _filled(_size(dims, size), lambda xp, s, d: xp.empty(s, d), dt, placement, sbp,
+    return _filled(size_of(dims, size), lambda xp, s, d: xp.empty(s, d), dt, placement, sbp,
                    requires_grad, device)
 
 
@@ -210,9 +210,9 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None,
          placement: Placement | None = None, sbp: Any = None, requires_grad: bool = False,
          device: Any = None) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
-    _check_device(placement, device)
+    check_device(placement, device)
     dt = _dtype_or(dtype, _dtypes.infer_dtype(fill_value))
-    return _filled(_size((size,)), lambda xp, s, d: xp.full(s, fill_value, d), dt, placement,
+    return _filled(size_of((size,)), lambda xp, s, d: xp.full(s, fill_value, d), dt, placement,
                    sbp, requires_grad, device)
 
 
@@ -223,7 +223,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
 
     Each rank of a global result computes only its own elements.
     """
-    xp = _check_device(placement, device)
+    xp = check_device(placement, device)
     if end is None:
         start, end = 0, start
     length = max(0, int(numpy.ceil((end - start) / step)))
@@ -234,7 +234,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
         return (start + step * xp.arange(first, first + shape[0], dtype=numpy.float64
                                          if not ints else numpy.int64)).astype(d)
 
-    layout = _layout(placement, sbp)
+    layout = layout_of(placement, sbp)
     if layout is None or any(isinstance(x, Partial) for x in layout[1]):
         return _filled((length,), fill, dt, placement, sbp, requires_grad, device)
     p, s = layout
@@ -289,7 +289,7 @@ def _new(t: Tensor, size: Sequence[Any], dtype: Any, requires_grad: bool,
     layout: dict[str, Any] = {}
     if t._placement is not None:
         layout = {"placement": t._placement, "sbp": t._sbp}
-    return fn(_size(size), *fill, dtype=t.dtype if dtype is None else dtype,
+    return fn(size_of(size), *fill, dtype=t.dtype if dtype is None else dtype,
               requires_grad=requires_grad, device=None if layout else t.device, **layout)
 
 

@@ -37,7 +37,7 @@ from ..layouts.placement import Placement
 from ..layouts.sbp import Partial, SbpParallel
 from ..layouts.shards import check_shape, shard_slices
 from ..runtime import topology
-from .creation import _check_device, _layout, _size
+from .creation import check_device, layout_of, size_of
 from .tensor import Tensor, bind
 
 __all__ = [
@@ -275,8 +275,8 @@ def _region(shape: tuple[int, ...], placement: Placement | None,
 def _generate(what: str, shape: tuple[int, ...], dtype: numpy.dtype, fill: Fill,
               generator: Generator | None, placement: Placement | None, sbp: Any,
               requires_grad: bool, device: Any) -> Tensor:
-    layout = _layout(placement, sbp)
-    xp = _check_device(placement, device)
+    layout = layout_of(placement, sbp)
+    xp = check_device(placement, device)
     if requires_grad and dtype.kind not in "fc":
         raise RuntimeError(f"only floating point tensors can require gradients, not {dtype}")
     p, s = layout if layout is not None else (None, None)
@@ -343,7 +343,7 @@ def rand(*dims: Any, size: Any = None, dtype: Any = None, generator: Generator |
         True
     """
     dt = _float_dtype(dtype, "rand")
-    return _generate("rand", _size(dims, size), dt, _uniform_fill(dt), generator, placement, sbp,
+    return _generate("rand", size_of(dims, size), dt, _uniform_fill(dt), generator, placement, sbp,
                      requires_grad, device)
 
 
@@ -357,7 +357,7 @@ def randn(*dims: Any, size: Any = None, dtype: Any = None, generator: Generator 
         mpiflow.float64
     """
     dt = _float_dtype(dtype, "randn")
-    return _generate("randn", _size(dims, size), dt, _normal_fill(0.0, 1.0), generator, placement,
+    return _generate("randn", size_of(dims, size), dt, _normal_fill(0.0, 1.0), generator, placement,
                      sbp, requires_grad, device)
 
 
@@ -374,7 +374,7 @@ def normal(mean: float, std: float, size: Sequence[int], *, dtype: Any = None,
     if std < 0:
         raise ValueError(f"normal needs std >= 0, got {std}")
     dt = _float_dtype(dtype, "normal")
-    return _generate("normal", _size((size,)), dt, _normal_fill(mean, std), generator,
+    return _generate("normal", size_of((size,)), dt, _normal_fill(mean, std), generator,
                      placement, sbp, requires_grad, device)
 
 
@@ -443,7 +443,7 @@ def randint(low: Any = 0, high: Any = None, size: Any = None, *, dtype: Any = No
         raise TypeError("randint needs a size: randint(high, size) or randint(low, high, size)")
     dt = (_dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64).numpy
     lo, hi = _int_bounds(low, high, dt)
-    return _generate("randint", _size((size,)), dt, _randint_fill(lo, hi), generator,
+    return _generate("randint", size_of((size,)), dt, _randint_fill(lo, hi), generator,
                      placement, sbp, requires_grad, device)
 
 

@@ -108,7 +108,7 @@ def _finish(work: Work | None, async_op: bool, post: Post | None) -> Work | None
     return None
 
 
-def _arg(obj: Any, what: str, write: bool = False) -> tuple[Any, Post | None]:
+def buffer_arg(obj: Any, what: str, write: bool = False) -> tuple[Any, Post | None]:
     """The array behind an argument that is moved, not reduced, and the step that finishes it.
 
     Args:
@@ -127,7 +127,7 @@ def _arg(obj: Any, what: str, write: bool = False) -> tuple[Any, Post | None]:
 
 
 def _reduce_arg(obj: Any, what: str, op: ReduceOp, write: bool) -> tuple[Any, Post | None]:
-    """As :func:`_arg` for an operand of a reduction: a tensor of a dtype numpy lacks
+    """As :func:`buffer_arg` for an operand of a reduction: a tensor of a dtype numpy lacks
     (bfloat16) becomes a float32 (complex64) copy, never its bits, rounded back by ``post``."""
     if type(obj) is numpy.ndarray:
         return obj, None
@@ -144,9 +144,9 @@ def _reduce_arg(obj: Any, what: str, op: ReduceOp, write: bool) -> tuple[Any, Po
     return array, post
 
 
-def _list_args(objs: Any, what: str, write: bool = False, reduce: ReduceOp | None = None
+def list_args(objs: Any, what: str, write: bool = False, reduce: ReduceOp | None = None
                ) -> tuple[list[Any], Post | None]:
-    """The arrays behind a list of arguments (see :func:`_arg`), and the steps finishing them.
+    """The arrays behind a list of arguments (see :func:`buffer_arg`), and the steps finishing them.
 
     Args:
         objs: a list or tuple of arrays or tensors.
@@ -158,7 +158,7 @@ def _list_args(objs: Any, what: str, write: bool = False, reduce: ReduceOp | Non
         raise TypeError(f"{what} must be a list of arrays or tensors, got {type(objs).__name__}")
     arrays, posts = [], []
     for i, obj in enumerate(objs):
-        array, post = (_arg(obj, f"{what}[{i}]", write) if reduce is None
+        array, post = (buffer_arg(obj, f"{what}[{i}]", write) if reduce is None
                        else _reduce_arg(obj, f"{what}[{i}]", reduce, write))
         arrays.append(array)
         posts.append(post)
@@ -259,7 +259,7 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
         return _skipped(async_op)
     try:
         root = g.group_rank(src, "src")
-        buf, post = _arg(tensor, "tensor", write=g.comm.rank != root)
+        buf, post = buffer_arg(tensor, "tensor", write=g.comm.rank != root)
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "broadcast", exc)
         raise
@@ -297,8 +297,8 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
         return _skipped(async_op)
     comm = g.comm
     try:
-        buf, in_post = _arg(tensor, "tensor")
-        outs, out_post = _list_args(tensor_list, "tensor_list", write=True)
+        buf, in_post = buffer_arg(tensor, "tensor")
+        outs, out_post = list_args(tensor_list, "tensor_list", write=True)
         _check_like(outs, comm.size, buf, "tensor_list")
         _check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
     except (ValueError, TypeError) as exc:
@@ -323,8 +323,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     if comm is None:
         return _skipped(async_op)
     try:
-        out, out_post = _arg(output_tensor, "output_tensor", write=True)
-        inp, in_post = _arg(input_tensor, "input_tensor")
+        out, out_post = buffer_arg(output_tensor, "output_tensor", write=True)
+        inp, in_post = buffer_arg(input_tensor, "input_tensor")
         _check_concat_shape(out, inp, comm.size, "output_tensor")
         _check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
     except (ValueError, TypeError) as exc:
@@ -342,12 +342,12 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
     comm = g.comm
     try:
         root = g.group_rank(dst, "dst")
-        buf, post = _arg(tensor, "tensor")
+        buf, post = buffer_arg(tensor, "tensor")
         stacked = None
         if comm.rank == root:
             if gather_list is None:
                 raise ValueError("gather_list is required on the destination rank")
-            outs, out_post = _list_args(gather_list, "gather_list", write=True)
+            outs, out_post = list_args(gather_list, "gather_list", write=True)
             _check_like(outs, comm.size, buf, "gather_list")
             _check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
             stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
@@ -368,12 +368,12 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
     comm = g.comm
     try:
         root = g.group_rank(src, "src")
-        buf, post = _arg(tensor, "tensor", write=True)
+        buf, post = buffer_arg(tensor, "tensor", write=True)
         send = None
         if comm.rank == root:
             if scatter_list is None:
                 raise ValueError("scatter_list is required on the source rank")
-            ins, in_post = _list_args(scatter_list, "scatter_list")
+            ins, in_post = list_args(scatter_list, "scatter_list")
             _check_like(ins, comm.size, buf, "scatter_list")
             _check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
             send = _stack(comm, ins, buf)
@@ -393,7 +393,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
         return _skipped(async_op)
     try:
         out, out_post = _reduce_arg(output, "output", op, write=True)
-        ins, in_post = _list_args(input_list, "input_list", reduce=op)
+        ins, in_post = list_args(input_list, "input_list", reduce=op)
         _check_like(ins, g.comm.size, out, "input_list")
         _check_torch_dtypes([output, *input_list], "output and input_list")
     except (ValueError, TypeError) as exc:
@@ -443,8 +443,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
         return _skipped(async_op)
     comm = g.comm
     try:
-        outs, out_post = _list_args(output_tensor_list, "output_tensor_list", write=True)
-        ins, in_post = _list_args(input_tensor_list, "input_tensor_list")
+        outs, out_post = list_args(output_tensor_list, "output_tensor_list", write=True)
+        ins, in_post = list_args(input_tensor_list, "input_tensor_list")
         for what, bufs in (("output_tensor_list", outs), ("input_tensor_list", ins)):
             if len(bufs) != comm.size:
                 raise ValueError(f"{what} must have one entry per rank of the group "
@@ -523,8 +523,8 @@ def _single_args(comm: Communicator, output: Any, input: Any,
                  input_split_sizes: Sequence[int] | None
                  ) -> tuple[Any, Any, tuple[list[int], list[int]] | None, Post | None]:
     """all_to_all_single's checked arrays, element counts (None: an even split) and post."""
-    out, out_post = _arg(output, "output", write=True)
-    inp, in_post = _arg(input, "input")
+    out, out_post = buffer_arg(output, "output", write=True)
+    inp, in_post = buffer_arg(input, "input")
     if out.ndim == 0 or inp.ndim == 0:
         raise ValueError("all_to_all_single needs arrays with at least one dimension")
     if out.dtype != inp.dtype:
@@ -555,7 +555,7 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False,
     return g.comm.barrier(async_op)
 
 
-def _peer(g: ProcessGroup, rank: int, what: str) -> int:
+def peer_rank(g: ProcessGroup, rank: int, what: str) -> int:
     peer = g.group_rank(rank, what)
     assert g.comm is not None
     if peer == g.comm.rank:
@@ -586,8 +586,8 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
     check_tag(tag)
     g = resolve_group(group)
     if g.comm is not None:
-        buf, post = _arg(tensor, "tensor")
-        g.comm.send(buf, _peer(g, dst, "dst"), tag)
+        buf, post = buffer_arg(tensor, "tensor")
+        g.comm.send(buf, peer_rank(g, dst, "dst"), tag)
         if post is not None:
             post()
 
@@ -598,8 +598,8 @@ def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0
     g = resolve_group(group)
     if g.comm is None:
         return Work()
-    buf, post = _arg(tensor, "tensor")
-    work = _finish(g.comm.send(buf, _peer(g, dst, "dst"), tag, async_op=True), True, post)
+    buf, post = buffer_arg(tensor, "tensor")
+    work = _finish(g.comm.send(buf, peer_rank(g, dst, "dst"), tag, async_op=True), True, post)
     assert work is not None
     return work
 
@@ -626,8 +626,8 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
     g = resolve_group(group)
     if g.comm is None:
         return -1
-    source = None if src is None else _peer(g, src, "src")
-    buf, post = _arg(tensor, "tensor", write=True)
+    source = None if src is None else peer_rank(g, src, "src")
+    buf, post = buffer_arg(tensor, "tensor", write=True)
     try:
         sender = g.comm.recv(buf, source, tag)
     except MessageSizeError as exc:
@@ -647,8 +647,8 @@ def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None
     g = resolve_group(group)
     if g.comm is None:
         return Work()
-    source = None if src is None else _peer(g, src, "src")
-    buf, post = _arg(tensor, "tensor", write=True)
+    source = None if src is None else peer_rank(g, src, "src")
+    buf, post = buffer_arg(tensor, "tensor", write=True)
     work = g.comm.irecv(buf, source, tag)
     if g is not world_group:
         _name_sender(work, g)

@@ -50,7 +50,7 @@ from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..mpi.interface import OPERATIONS
 from ..watchdog import monitor as watchdog
 from ..watchdog.monitor import mark_call
-from ..watchdog.report import _ranks_text, describe_group
+from ..watchdog.report import describe_group, ranks_text
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
 
@@ -255,7 +255,7 @@ def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
         differ = [d for d in differ if d in ("operation", "call number")]
     group = describe_group(world_ranks, len(rows), world_size)
     lines = [f"ranks called mismatched collectives on {group}:"]
-    lines += [f"  {_ranks_text(ranks)}: {_describe(row)}" for row, ranks in by_row.items()]
+    lines += [f"  {ranks_text(ranks)}: {_describe(row)}" for row, ranks in by_row.items()]
     for i, error in enumerate(errors):
         if error:
             lines.append(f"  rank {names[i]} raised: {error}")

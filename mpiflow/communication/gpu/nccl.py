@@ -47,7 +47,8 @@ from typing import Any, ClassVar
 import numpy
 
 from ...core.reduce_op import ReduceOp, check_reduce_dtype
-from ..mpi.communicator import MPICommunicator, _displacements
+from ..mpi.communicator import MPICommunicator
+from ..mpi.communicator import displacements as _displacements
 from ..mpi.interface import Array, Communicator, Work
 from .array_ops import DeviceOps, Marker
 from .cuda_aware import CudaAwareCommunicator

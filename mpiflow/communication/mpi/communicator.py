@@ -109,7 +109,7 @@ def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Callable[[], None
     return stage, write_back
 
 
-def _displacements(counts: Sequence[int]) -> list[int]:
+def displacements(counts: Sequence[int]) -> list[int]:
     displs, total = [], 0
     for c in counts:
         displs.append(total)
@@ -365,7 +365,7 @@ class MPICommunicator(Communicator):
                              f"on rank {self.rank} and receive size {recv.size}")
         src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
-        spec = [dst, (counts, _displacements(counts))]
+        spec = [dst, (counts, displacements(counts))]
         comm = self.mpi_comm
         return self._run(lambda: comm.Allgatherv(src, spec), lambda: comm.Iallgatherv(src, spec),
                          async_op, write_back, (src, dst))
@@ -482,8 +482,8 @@ class MPICommunicator(Communicator):
                              f"received) do not match buffer sizes {send.size} and {recv.size}")
         src = self._source(send, recv)
         dst, write_back = _writable(recv, keep_contents=False)
-        s = [src, (scounts, _displacements(scounts))]
-        r = [dst, (rcounts, _displacements(rcounts))]
+        s = [src, (scounts, displacements(scounts))]
+        r = [dst, (rcounts, displacements(rcounts))]
         comm = self.mpi_comm
         return self._run(lambda: comm.Alltoallv(s, r), lambda: comm.Ialltoallv(s, r),
                          async_op, write_back, (src, dst))

@@ -93,7 +93,7 @@ def describe_failure(operation: str, mpi_comm: Any, exc: Any, bufs: Any = ()) ->
     except Exception:
         size = None
     world = MPI.COMM_WORLD
-    group = describe_group(watchdog._world_ranks(mpi_comm), size, world.Get_size())
+    group = describe_group(watchdog.world_ranks(mpi_comm), size, world.Get_size())
     mine = _buffers(bufs)
     return (
         f"{operation} on {group} failed inside MPI on rank {world.Get_rank()}: "

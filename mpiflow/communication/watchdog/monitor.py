@@ -56,28 +56,28 @@ from typing import Any
 from mpi4py import MPI
 
 from ... import runtime as _runtime
-from .report import _ranks_text, describe_group, format_report  # noqa: F401
+from .report import describe_group, format_report, ranks_text  # noqa: F401
 from .sites import (  # noqa: F401  (registration API and helpers, re-exported)
-    _PACKAGE,
+    PACKAGE_DIR,
     BlockedCall,
     FrameReader,
-    _call,
-    _in_package,
-    _innermost,
-    _multiple,
-    _provided,
-    _read,
-    _site,
-    _thread_level,
-    _world_ranks,
     blocking_sites,
+    call_record,
     describe_stack,
     in_blocking_site,
+    in_package,
+    innermost_site,
     operation_of,
+    read_frame,
     register_blocking_names,
     register_blocking_site,
     register_frame_reader,
+    site_of,
+    thread_level_name,
+    thread_level_provided,
+    thread_multiple,
     unregister_blocking_site,
+    world_ranks,
 )
 
 __all__ = [
@@ -383,7 +383,7 @@ class Watchdog:
                 return call
         note = self.state.note
         if note is not None:
-            return _call(note[0], note[1], None, None)
+            return call_record(note[0], note[1], None, None)
         return None
 
     def _waits_on_exited(self, now: float, grace: float) -> bool:
@@ -410,7 +410,7 @@ class Watchdog:
         return {"rank": self.rank, "inside": inside,
                 "waited": (now - self.seen_at) if inside and seq == self.seen_seq else 0.0,
                 "call": self._current_call() if inside else None,
-                "where": _innermost(frame)}
+                "where": innermost_site(frame)}
 
     # -- the side channel --
     def _receive(self) -> tuple[int, int, Any] | None:
@@ -488,7 +488,7 @@ class Watchdog:
         exited = {r: {"how": e["how"], "ago": now - e["seen"]} for r, e in self.exited.items()}
         skipped = self._skipped_by(now, 0.0) if reason == "skipped" else {}
         report = format_report(reason, self.rank, self.size, self.timeout, states, exited,
-                               asked=self.side is not None, thread_level=_thread_level(),
+                               asked=self.side is not None, thread_level=thread_level_name(),
                                skipped=skipped)
         _runtime.abort_job(report, _CODES[reason])
 
@@ -592,7 +592,7 @@ def set_timeout(seconds: float) -> None:
     _timeout = seconds
     size = MPI.COMM_WORLD.Get_size()
     if seconds > 0 and size > 1 and _side is not None:
-        _dog = Watchdog(seconds, _side if _multiple() else None, STATE,
+        _dog = Watchdog(seconds, _side if thread_multiple() else None, STATE,
                         MPI.COMM_WORLD.Get_rank(), size)
         _dog.start()
 

@@ -24,7 +24,7 @@ def _arrived(state: Mapping[str, Any] | None, call: Mapping[str, Any] | None) ->
                                                                            call)
 
 
-def _ranks_text(ranks: Sequence[int]) -> str:
+def ranks_text(ranks: Sequence[int]) -> str:
     """``rank 3`` or ``ranks 0-2, 5``."""
     ordered = sorted(set(ranks))
     if not ordered:
@@ -130,8 +130,8 @@ def format_report(reason: str, rank: int, world_size: int, timeout: float,
     if asked:
         arrived = [r for r in members if r not in exited and _arrived(states.get(r), call)]
         missing = [r for r in members if r not in arrived]
-        lines.append(f"  arrived (waiting in the same call): {_ranks_text(arrived)}")
-        lines.append(f"  not arrived: {_ranks_text(missing)}")
+        lines.append(f"  arrived (waiting in the same call): {ranks_text(arrived)}")
+        lines.append(f"  not arrived: {ranks_text(missing)}")
         lines.append("  every rank:")
         groups: dict[str, list[tuple[int, float | None]]] = {}
         for r in range(world_size):
@@ -144,7 +144,7 @@ def format_report(reason: str, rank: int, world_size: int, timeout: float,
                 low, high = min(times), max(times)
                 span = f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}-{high:.1f}"
                 when = f" ({span} s ago)" if text.startswith("has exited") else f" for {span} s"
-            lines.append(f"    {_ranks_text([r for r, _ in entries])}: {text}{when}")
+            lines.append(f"    {ranks_text([r for r, _ in entries])}: {text}{when}")
         others = [states.get(r) for r in members if r not in arrived and r not in exited]
         if any(s is not None and s.get("inside") for s in others):
             lines.append("  Ranks wait in different calls: the program calls collectives in a "

@@ -42,7 +42,8 @@ __all__ = [
     "unregister_blocking_site",
 ]
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# mpiflow/: the package directory (this file is mpiflow/communication/watchdog/sites.py)
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 # -- MPI's thread level: whether other ranks can be asked ------------------------------------
@@ -50,21 +51,21 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _level: list[int] = []  # MPI's thread level, read once by the main thread
 
 
-def _provided() -> int:
+def thread_level_provided() -> int:
     if not _level:
         _level.append(MPI.Query_thread())
     return _level[0]
 
 
-def _multiple() -> bool:
-    return _provided() == MPI.THREAD_MULTIPLE
+def thread_multiple() -> bool:
+    return thread_level_provided() == MPI.THREAD_MULTIPLE
 
 
-def _thread_level() -> str:
+def thread_level_name() -> str:
     names = {MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE", MPI.THREAD_FUNNELED: "MPI_THREAD_FUNNELED",
              MPI.THREAD_SERIALIZED: "MPI_THREAD_SERIALIZED",
              MPI.THREAD_MULTIPLE: "MPI_THREAD_MULTIPLE"}
-    return names.get(_provided(), "an unknown thread level")
+    return names.get(thread_level_provided(), "an unknown thread level")
 
 
 # -- what a process is doing: what the blocking modules register --------------------------
@@ -172,17 +173,17 @@ def in_blocking_site(frame: Any) -> bool:
     return names is not None and frame.f_code.co_name in names
 
 
-def _in_package(frame: Any) -> bool:
-    return str(frame.f_code.co_filename).startswith(_PACKAGE)
+def in_package(frame: Any) -> bool:
+    return str(frame.f_code.co_filename).startswith(PACKAGE_DIR)
 
 
-def _site(frame: Any) -> str:
+def site_of(frame: Any) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
-def _world_ranks(mpi_comm: Any) -> tuple[int, ...] | None:
+def world_ranks(mpi_comm: Any) -> tuple[int, ...] | None:
     """The world ranks of an mpi4py communicator, in its rank order (None if unknown)."""
-    if mpi_comm is None or not _multiple():
+    if mpi_comm is None or not thread_multiple():
         return None
     try:
         group, world = mpi_comm.Get_group(), MPI.COMM_WORLD.Get_group()
@@ -196,8 +197,8 @@ def _world_ranks(mpi_comm: Any) -> tuple[int, ...] | None:
     return tuple(int(r) for r in ranks)
 
 
-def _call(op: str, mpi_comm: Any, size: int | None, peer: int | None) -> dict[str, Any]:
-    group = _world_ranks(mpi_comm)
+def call_record(op: str, mpi_comm: Any, size: int | None, peer: int | None) -> dict[str, Any]:
+    group = world_ranks(mpi_comm)
     if size is None and mpi_comm is not None:
         with contextlib.suppress(Exception):
             size = int(mpi_comm.Get_size())
@@ -231,7 +232,7 @@ def operation_of(start: Any) -> tuple[str, Any]:
     return name, comm
 
 
-def _read(frame: Any) -> BlockedCall | None:
+def read_frame(frame: Any) -> BlockedCall | None:
     """What the registered readers say of ``frame``: the first answer, or None."""
     for reader in _readers:
         try:
@@ -262,27 +263,27 @@ def describe_stack(frame: Any) -> dict[str, Any] | None:
         chain.append(frame)
         frame = frame.f_back
     for i, f in enumerate(chain):
-        if not _in_package(f):
+        if not in_package(f):
             continue
-        found = _read(f)
+        found = read_frame(f)
         if found is None:
             continue
-        call = _call(found.op, found.comm, found.size, found.peer)
+        call = call_record(found.op, found.comm, found.size, found.peer)
         j = i
-        while j + 1 < len(chain) and _in_package(chain[j + 1]):
+        while j + 1 < len(chain) and in_package(chain[j + 1]):
             j += 1
         api = chain[j]
         call["api"] = f"{api.f_globals.get('__name__', '?')}.{api.f_code.co_name}"
-        call["site"] = _site(chain[j + 1]) if j + 1 < len(chain) else ""
+        call["site"] = site_of(chain[j + 1]) if j + 1 < len(chain) else ""
         call["debug"] = bool(found.debug)
         return call
     return None
 
 
-def _innermost(frame: Any) -> str:
+def innermost_site(frame: Any) -> str:
     """Where a running thread is: its innermost frame outside mpiflow (or the innermost)."""
     first = frame
-    while frame is not None and _in_package(frame):
+    while frame is not None and in_package(frame):
         frame = frame.f_back
     chosen = frame if frame is not None else first
-    return _site(chosen) if chosen is not None else "unknown"
+    return site_of(chosen) if chosen is not None else "unknown"

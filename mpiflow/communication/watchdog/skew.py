@@ -30,7 +30,7 @@ from typing import Any
 from mpi4py import MPI
 
 from . import monitor as watchdog
-from .report import _ranks_text, describe_group
+from .report import describe_group, ranks_text
 
 __all__ = ["Skipped", "resync", "skipped"]
 
@@ -63,7 +63,7 @@ def skipped(comm: Any, operation: str, error: BaseException) -> None:
     in_use = getattr(fast, "in_use", None)
     if in_use is None or comm.size == 1 or in_use.owner is not None:
         return
-    group = watchdog._world_ranks(comm.mpi_comm)
+    group = watchdog.world_ranks(comm.mpi_comm)
     if group is None:
         return
     count = in_use.skipped + 1  # the same on every rank that raised in the same calls
@@ -93,7 +93,7 @@ def resync(in_use: Any, mpi_comm: Any, operation: str) -> None:
     group = describe_group(mark.group, size, MPI.COMM_WORLD.Get_size())
     raise RuntimeError(
         f"{operation} on {group}: this rank's previous {mark.op} on it raised {mark.error} "
-        f"before taking part, and {_ranks_text(missing)} did not raise it: they ran that "
+        f"before taking part, and {ranks_text(missing)} did not raise it: they ran that "
         "collective without this rank, so the ranks are out of step (this call did not run, "
         "nor will any later one on this group). Catch such an error only when every rank "
         "raises it; MPIFLOW_DEBUG=1 makes every rank raise when some do.")
