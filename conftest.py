@@ -30,7 +30,7 @@ import mpiflow.optim
 from mpiflow.layouts.placement import set_world_size, world_size
 
 # Examples of placements larger than the job, with no communication: placements may name up
-# to 16 ranks while they run (as in tests/test_boxing_plan.py).
+# to 16 ranks while they run (as in tests/layouts/test_plan.py).
 FAKE_WORLD = {
     "mpiflow.layouts.placement",
     "mpiflow.layouts.layout",

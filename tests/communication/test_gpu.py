@@ -2,7 +2,7 @@
 
 Every test is marked ``gpu`` and skips, saying why, where CuPy or a CUDA device is missing.
 ``scripts/test-gpu`` runs them on a GPU machine at 1..N ranks (N = the number of GPUs); the
-same code paths run without a GPU, on numpy arrays, in tests/test_gpu_transport.py.
+same code paths run without a GPU, on numpy arrays, in test_gpu_transport.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The device communicators (staged MPI, CUDA-aware MPI, NCCL) are written against
 CuPy arrays on a GPU machine runs here at every rank count. NCCL itself is played by
 :class:`FakeNccl`, which carries out NCCL's calls (pointers, counts, groups) with MPI on host
 memory, so the NCCL communicator's mapping of each collective is checked too. What stays
-untested without a GPU is CuPy itself: ``CupyOps`` and ``CupyNccl`` (tests/test_gpu.py).
+untested without a GPU is CuPy itself: ``CupyOps`` and ``CupyNccl`` (test_gpu.py).
 """
 
 from __future__ import annotations

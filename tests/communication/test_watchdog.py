@@ -1,6 +1,6 @@
 """The collective watchdog in-process: call marks, descriptions, decisions, the report.
 
-Nothing here lets a watchdog fire (that aborts the job: tests/test_faults.py runs those cases
+Nothing here lets a watchdog fire (that aborts the job: test_faults.py runs those cases
 as separate mpiexec jobs). Every test is collective-safe: the only communication is on
 COMM_SELF or the same collectives on every rank.
 """

@@ -10,7 +10,7 @@ import pathlib
 import pytest
 from helpers import run_job
 
-EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "cg.py"
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "cg.py"
 
 
 def run_cg(ranks: int, *args: str) -> list[str]:

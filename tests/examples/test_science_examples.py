@@ -17,7 +17,7 @@ from helpers import run_job
 
 import mpiflow as flow
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 SCIENCE = ["heat2d", "cg", "kmeans"]
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 WORLD = flow.placement("cpu", list(range(SIZE)))

@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "examples" / "torch_ddp.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torch_ddp.py"
 
 
 def run_example(ranks: int) -> float:

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_seed_ptdist_runs_on_torch_tensors() -> None:

@@ -1,4 +1,4 @@
-"""Placements (mpiflow/placement.py): canonical order, mesh shape, coordinates, errors."""
+"""Placements (mpiflow/layouts/placement.py): canonical order, mesh shape, coordinates, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SBP layout values (mpiflow/sbp.py): construction, equality, reprs, the balanced rule."""
+"""SBP layout values (mpiflow/layouts/sbp.py): construction, equality, reprs, the balanced rule."""
 
 from __future__ import annotations
 

@@ -158,7 +158,7 @@ def test_sync_helpers_on_a_module() -> None:
 def test_the_seed_ddp_example_converges_to_2_3() -> None:
     import pathlib
 
-    script = pathlib.Path(__file__).resolve().parent.parent / "examples" / "seed_ddp.py"
+    script = pathlib.Path(__file__).resolve().parents[2] / "examples" / "seed_ddp.py"
     job = run_job(2, script.read_text(), timeout=120)
     assert job.returncode == 0, job.stderr
     w = [float(v) for v in job.stdout.split("w:")[-1].replace("[", " ").replace("]", " ")

@@ -25,7 +25,7 @@ from mpiflow.launch import (
     parse_args,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 HYDRA = """HYDRA build details:
     Version:                                 5.0.2
