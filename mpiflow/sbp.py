@@ -2,7 +2,7 @@
 ``broadcast``, ``partial_sum`` (the implementation is :mod:`mpiflow.layouts.sbp`).
 
 Example:
-    >>> flow.sbp.split(0)
+    >>> print(flow.sbp.split(0))
     S(0)
 """
 
