@@ -302,8 +302,8 @@ def test_a_bad_mpiflow_timeout_stops_the_import_with_an_explanation() -> None:
 def test_mpiflow_timeout_zero_turns_the_watchdog_off() -> None:
     result = job(2, """
         import sys, mpiflow
-        from mpiflow.communication import watchdog
-        sys.stdout.write(f"{watchdog.get_timeout()} {watchdog._dog}\\n")
+        from mpiflow.communication.watchdog import monitor
+        sys.stdout.write(f"{monitor.get_timeout()} {monitor._dog}\\n")
     """, MPIFLOW_TIMEOUT="0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0.0", "None"] * 2
