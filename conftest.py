@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,22 +27,23 @@ import mpiflow.distributed
 import mpiflow.nn
 import mpiflow.nn.functional
 import mpiflow.optim
+from mpiflow.layouts.placement import set_world_size, world_size
 
 # Examples of placements larger than the job, with no communication: placements may name up
-# to 16 ranks while they run (as in tests/test_boxing_plan.py).
+# to 16 ranks while they run (as in tests/layouts/test_plan.py).
 FAKE_WORLD = {
-    "mpiflow.placement",
-    "mpiflow.boxing.layout",
-    "mpiflow.boxing.plan",
-    "mpiflow.boxing.plan.plan_redistribution",
-    "mpiflow.boxing.shards.local_shape",
-    "mpiflow.boxing.shards.scatter_value",
-    "mpiflow.boxing.shards.split_leaves",
+    "mpiflow.layouts.placement",
+    "mpiflow.layouts.layout",
+    "mpiflow.layouts.plan",
+    "mpiflow.layouts.plan.plan_redistribution",
+    "mpiflow.layouts.shards.local_shape",
+    "mpiflow.layouts.shards.scatter_value",
+    "mpiflow.layouts.shards.split_leaves",
 }
 
 # Examples that communicate on a placement of N ranks: run by the 2-rank doctest step.
 MULTI_RANK = {
-    "mpiflow._layout.to_global": 2,
+    "mpiflow.tensors.conversion.to_global": 2,
     "mpiflow.boxing.execute.redistribute": 2,
     "mpiflow.comm.recv": 2,
     "mpiflow.io.mpiio": 2,
@@ -51,9 +51,9 @@ MULTI_RANK = {
 
 # Examples that need CuPy and a CUDA device.
 GPU = {
-    "mpiflow.communication.device",
-    "mpiflow.communication.nccl.NCCLCommunicator",
-    "mpiflow.communication.nccl.NCCLCommunicator.connect",
+    "mpiflow.communication.gpu.maker",
+    "mpiflow.communication.gpu.nccl.NCCLCommunicator",
+    "mpiflow.communication.gpu.nccl.NCCLCommunicator.connect",
     "mpiflow.cuda.device_count",
     "mpiflow.cuda.require",
 }
@@ -74,8 +74,9 @@ def _doctest_setup(request: pytest.FixtureRequest) -> Iterator[None]:
 
         names["torch"] = torch
     if request.node.name in FAKE_WORLD:
-        placement_module = sys.modules["mpiflow.placement"]  # mpiflow.placement: the class
-        request.getfixturevalue("monkeypatch").setattr(placement_module, "_world_size", 16)
+        before = world_size()
+        set_world_size(16)
+        request.addfinalizer(lambda: set_world_size(before))
     where = os.getcwd()
     os.chdir(request.getfixturevalue("mpi_tmp_path"))  # pytest-mpi: rank 0's tmp_path
     mpiflow.manual_seed(0)

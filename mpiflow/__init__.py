@@ -12,7 +12,7 @@ Examples:
     20.0
 """
 
-from . import _runtime
+from . import runtime as _runtime
 
 _runtime.install_abort_handler()
 
@@ -20,22 +20,29 @@ from .communication import watchdog as _watchdog  # noqa: E402
 
 _watchdog.start()  # collective: every rank imports mpiflow at the same point
 
-from . import autograd, comm, distributed, env, nn, ops, optim, sbp, utils  # noqa: E402
-from ._device import device  # noqa: E402
-from ._structures import to_global, to_local  # noqa: E402
-from ._tensor import Size, Tensor  # noqa: E402
+from . import (  # noqa: E402
+    autograd,
+    comm,
+    distributed,
+    env,
+    nn,
+    ops,
+    optim,
+    random,  # noqa: F401 - flow.random, the public module
+    sbp,
+    utils,
+)
 from ._version import __version__  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .communication import ReduceOp  # noqa: E402
-from .communication.debug_mode import CollectiveMismatchError  # noqa: E402
+from .communication.debug.mode import CollectiveMismatchError  # noqa: E402
 from .core.buffers import register_buffer_type as _register_buffer_type  # noqa: E402
-from .core.determinism import (  # noqa: E402
+from .core.deterministic import (  # noqa: E402
     are_deterministic_algorithms_enabled,
     deterministic,
     use_deterministic_algorithms,
 )
-from .creation import *  # noqa: E402, F403
-from .creation import __all__ as _creation_all  # noqa: E402
+from .core.device import device  # noqa: E402
 from .dtypes import (  # noqa: E402
     DType,
     bool,
@@ -62,8 +69,12 @@ from .io import load, save  # noqa: E402
 from .ops import *  # noqa: E402, F403
 from .ops import __all__ as _ops_all  # noqa: E402
 from .placement import placement  # noqa: E402
-from .random import *  # noqa: E402, F403
-from .random import __all__ as _random_all  # noqa: E402
+from .tensors.creation import *  # noqa: E402, F403
+from .tensors.creation import __all__ as _creation_all  # noqa: E402
+from .tensors.random import *  # noqa: E402, F403
+from .tensors.random import __all__ as _random_all  # noqa: E402
+from .tensors.structures import to_global, to_local  # noqa: E402
+from .tensors.tensor import Size, Tensor  # noqa: E402
 
 _register_buffer_type(Tensor, lambda t: t._data)
 

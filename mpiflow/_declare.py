@@ -1,12 +1,12 @@
 """Generate the declarations of Tensor's bound methods in ``class Tensor``, for mypy and readers.
 
-The modules that implement Tensor methods bind them at import (:func:`mpiflow._tensor.bind`),
+The modules that implement Tensor methods bind them at import (:func:`mpiflow.tensors.tensor.bind`),
 so the class never imports the layers above it. This tool imports the whole package, reads the
 merged bind tables, and writes one typed declaration per method into the ``if TYPE_CHECKING:``
 block of ``class Tensor``, between the marker comments. A test fails when the block is stale.
 
 Signatures are those of the bound functions, their first parameter becoming ``self``. A type
-that ``_tensor.py`` cannot name without importing an upper layer (or forming an import cycle)
+that ``tensors/tensor.py`` cannot name without importing an upper layer (or forming an import cycle)
 is declared ``Any``.
 
 Usage: ``python -m mpiflow._declare`` rewrites the block; ``--check`` only compares.
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import mpiflow  # noqa: F401 - every module that binds methods
-from mpiflow import _tensor
+from mpiflow.tensors import tensor as _tensor
 
 __all__ = ["BEGIN", "END", "check", "render", "write"]
 
@@ -46,7 +46,7 @@ def _shadowed() -> set[str]:
 
 
 def _name_of(obj: Any, shadowed: set[str]) -> str:
-    """How ``_tensor.py`` spells the type ``obj`` in the class body, or ``Any``."""
+    """How ``tensors/tensor.py`` spells the type ``obj`` in the class body, or ``Any``."""
     label = str(getattr(obj, "__name__", ""))
     if label and getattr(builtins, label, None) is obj:
         return f"builtins.{label}" if label in shadowed else label
@@ -61,7 +61,7 @@ def _name_of(obj: Any, shadowed: set[str]) -> str:
 
 
 def _format(tp: Any, shadowed: set[str]) -> str:
-    """The annotation ``tp`` (an evaluated type) as source text valid in ``_tensor.py``."""
+    """The annotation ``tp`` (an evaluated type) as source text valid in ``tensors/tensor.py``."""
     if tp is None or tp is type(None):
         return "None"
     if tp is Any:
@@ -206,13 +206,13 @@ def _replace(text: str, block: list[str]) -> str:
 
 
 def check() -> bool:
-    """Whether ``_tensor.py`` holds the block that :func:`render` makes now."""
+    """Whether ``tensors/tensor.py`` holds the block that :func:`render` makes now."""
     text = Path(_tensor.__file__).read_text()
     return _replace(text, render()) == text
 
 
 def write() -> None:
-    """Rewrite the block in ``_tensor.py``."""
+    """Rewrite the block in ``tensors/tensor.py``."""
     path = Path(_tensor.__file__)
     path.write_text(_replace(path.read_text(), render()))
 

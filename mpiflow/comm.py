@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy
 
-from ._tensor import Tensor
-from .communication import ReduceOp, exact
-from .communication import collectives as _c
-from .communication.group import world_comm, world_group
+from .communication import ReduceOp
+from .communication.collectives import deterministic
+from .communication.collectives import torch_api as _c
+from .communication.mpi.group import world_comm, world_group
 from .core.torch_arrays import is_torch_tensor, numpy_dtype
 from .dtypes import DType
+from .tensors.tensor import Tensor
 
 __all__ = [
     "all_gather",
@@ -63,7 +64,7 @@ def all_reduce(tensor: Any) -> None:
     Args:
         tensor: array or tensor; holds the sum afterwards on every rank.
     """
-    if type(tensor) is numpy.ndarray and not exact.wanted(tensor, _SUM):
+    if type(tensor) is numpy.ndarray and not deterministic.wanted(tensor, _SUM):
         world_comm.all_reduce(tensor, _SUM)
     else:  # mpiflow and torch tensors: through the face that stages (bfloat16, CUDA)
         _c.all_reduce(tensor, _SUM)
@@ -172,8 +173,8 @@ def send(tensor: Any, dst: int, send_meta: bool = True) -> None:
             must then call ``recv`` without ``shape``/``dtype``; with ``send_meta=False`` it must
             give both (OneFlow's rule).
     """
-    buf, post = _c._arg(tensor, "tensor")
-    peer = _c._peer(world_group, dst, "dst")
+    buf, post = _c.buffer_arg(tensor, "tensor")
+    peer = _c.peer_rank(world_group, dst, "dst")
     if send_meta:
         torch_name = _torch_only_name(tensor)
         if torch_name is not None and torch_name in _TORCH_WIRE:
@@ -252,8 +253,8 @@ def recv(src: int | None = None, shape: Any | None = None, dtype: Any | None = N
     """
     if (shape is None) != (dtype is None):
         raise ValueError("give both shape and dtype (sender used send_meta=False) or neither")
-    source = None if src is None else _c._peer(world_group, src, "src")
-    target, post = (None, None) if out is None else _c._arg(out, "out", write=True)
+    source = None if src is None else _c.peer_rank(world_group, src, "src")
+    target, post = (None, None) if out is None else _c.buffer_arg(out, "out", write=True)
     torch_name: str | None  # the dtype that arrives, where numpy lacks it
     if shape is None:
         meta = numpy.empty(2 + _MAX_DIMS, dtype=numpy.int64)
@@ -295,6 +296,6 @@ def _array_module_of(device: Any) -> Any:
     """numpy for no device or "cpu", CuPy (this rank's GPU) for "cuda"."""
     if device is None or str(device).split(":")[0] == "cpu":
         return numpy
-    from .creation import _check_device
+    from .tensors.creation import check_device
 
-    return _check_device(None, device)
+    return check_device(None, device)

@@ -162,7 +162,7 @@ def require() -> ModuleType:
     assert cupy is not None
     with _lock:
         if _selected is None:
-            from ._runtime import topology
+            from .runtime import topology
 
             index = topology.local_rank % device_count()
             cupy.cuda.Device(index).use()

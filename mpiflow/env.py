@@ -12,8 +12,8 @@ Examples:
 
 from __future__ import annotations
 
-from ._runtime import topology
-from .placement import Placement
+from .layouts.placement import Placement
+from .runtime import topology
 
 __all__ = [
     "all_device_placement",
@@ -84,6 +84,6 @@ def get_gpu_transport() -> str:
     ``"error: ..."`` when those settings are malformed. Imports CuPy when it is installed;
     never communicates.
     """
-    from .communication.transport import describe_transport
+    from .communication.gpu.transport import describe_transport
 
     return describe_transport()

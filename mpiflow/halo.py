@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy
 
-from ._runtime import topology
-from ._tensor import Tensor
-from .communication.communicator import Work
-from .communication.group import world_comm
-from .sbp import Split, balanced_bounds
+from .communication.mpi.group import world_comm
+from .communication.mpi.interface import Work
+from .layouts.sbp import Split, balanced_bounds
+from .runtime import topology
+from .tensors.tensor import Tensor
 
 __all__ = ["ghost_sources", "halo_exchange"]
 

@@ -7,9 +7,9 @@ import sys
 
 from mpi4py import MPI
 
-from . import _runtime
+from . import runtime as _runtime
 from ._version import __version__
-from .communication.transport import (
+from .communication.gpu.transport import (
     cuda_aware_mpi,
     cuda_aware_source,
     describe_transport,

@@ -3,7 +3,6 @@ every rank's target shard that communicates first and asserts after (collective-
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,7 +11,8 @@ import pytest
 
 from mpiflow.boxing import Layout, local_shape, redistribute, scatter_value
 from mpiflow.communication import ReduceOp
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
+from mpiflow.layouts.placement import set_world_size, world_size
 from mpiflow.sbp import Partial, SbpParallel, Split, balanced_bounds
 
 RANK, SIZE = world_comm.rank, world_comm.size
@@ -157,8 +157,11 @@ def layout_id(value: Any) -> str:
 
 
 @pytest.fixture
-def fake_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+def fake_world() -> Iterator[int]:
     """Let placements name up to 16 ranks, for the pure planner tests (nothing is sent)."""
-    module = sys.modules["mpiflow.placement"]
-    monkeypatch.setattr(module, "_world_size", 16)
-    yield 16
+    before = world_size()
+    set_world_size(16)
+    try:
+        yield 16
+    finally:
+        set_world_size(before)

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import mpiflow  # noqa: F401 - initializes MPI and installs the abort handler
-from mpiflow.communication.group import world_comm
+from mpiflow.communication.mpi.group import world_comm
 
 RANK, SIZE = world_comm.rank, world_comm.size
 

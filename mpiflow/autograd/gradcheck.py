@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
-from ..creation import tensor
+from ..layouts.sbp import Broadcast
 from ..ops import pointwise as pw
-from ..sbp import Broadcast
+from ..tensors.creation import tensor
+from ..tensors.tensor import Tensor
 from .graph import no_grad
 
 __all__ = ["GradcheckError", "gradcheck"]

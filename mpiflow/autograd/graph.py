@@ -1,7 +1,8 @@
 """Reverse-mode autograd: the backward sweep over the graph that ops record.
 
-Ops record :class:`~mpiflow._graph.Node` objects (grad mode and recording live in
-:mod:`mpiflow._graph`, below the ops). ``backward`` orders the nodes topologically from the root and
+Ops record :class:`~mpiflow.tensors.tape.Node` objects (grad mode and recording live in
+:mod:`mpiflow.tensors.tape`, below the ops).
+``backward`` orders the nodes topologically from the root and
 sweeps them in reverse, summing the gradients of tensors used several times. Gradient rules are
 written with mpiflow ops, so on global tensors they are global ops too: layouts and the
 collectives they imply follow from the same rules as in the forward pass. A leaf's gradient is
@@ -16,7 +17,9 @@ from typing import Any
 
 import numpy
 
-from .._graph import (
+from ..ops import pointwise as pw
+from ..tensors.creation import ones_like
+from ..tensors.tape import (
     Node,
     enable_grad,
     is_grad_enabled,
@@ -25,9 +28,7 @@ from .._graph import (
     record,
     set_grad_enabled,
 )
-from .._tensor import Tensor, bind
-from ..creation import ones_like
-from ..ops import pointwise as pw
+from ..tensors.tensor import Tensor, bind
 
 __all__ = [
     "Node",

@@ -23,14 +23,14 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from .._tensor import Tensor
 from ..boxing.execute import redistribute
-from ..boxing.layout import Layout
-from ..boxing.shards import local_shape
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from ..io import load, save
-from ..placement import Placement
-from ..sbp import Broadcast, Split
+from ..layouts.layout import Layout
+from ..layouts.placement import Placement
+from ..layouts.sbp import Broadcast, Split
+from ..layouts.shards import local_shape
+from ..tensors.tensor import Tensor
 from .plan import format_bytes, parse_bytes
 
 __all__ = ["format_result", "main", "run_checkpoint_bench"]

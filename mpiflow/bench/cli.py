@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from ..cuda import CudaUnavailableError
 from .cases import BenchCase, select
 from .metrics import Row
@@ -331,11 +331,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    for k, v in extra.items()}), f, indent=1)
             f.write("\n")
     if rank == 0 and args.plot:
-        from .plot import _title, bandwidth_series, write_plot
+        from .plot import bandwidth_series, plot_title, write_plot
 
         series = bandwidth_series(results, extra.get("redistribution", ()))
         if series:
-            write_plot(args.plot, series, _title(meta))
+            write_plot(args.plot, series, plot_title(meta))
             say(f"\n{'- ' if markdown else '# '}plot: {args.plot}")
         else:
             say(f"\n{'- ' if markdown else '# '}plot: nothing to draw (no osu or "

@@ -29,8 +29,8 @@ import numpy
 from mpi4py import MPI
 
 from .. import distributed as dist
-from ..communication.group import world_comm
-from ..communication.transport import cuda_aware_mpi
+from ..communication.gpu.transport import cuda_aware_mpi
+from ..communication.mpi.group import world_comm
 from .cases import BenchCase, Context, Prepared, register
 from .metrics import (
     ALL_REDUCE_FACTOR,

@@ -163,15 +163,15 @@ class EngineResult:
 # -- measuring ------------------------------------------------------------------------------------
 def _op_calls(name: str) -> list[Callable[[], Any]]:
     """The numpy, local and global calls of op ``name`` on 64x64 float32 operands."""
-    from ..creation import tensor
-    from ..placement import Placement
-    from ..sbp import Split
+    from ..layouts.placement import Placement
+    from ..layouts.sbp import Split
+    from ..tensors.creation import tensor
 
     rng = numpy.random.default_rng(0)
     a = rng.standard_normal((64, 64), dtype=numpy.float32)
     b = rng.standard_normal((64, 64), dtype=numpy.float32)
     ta, tb = tensor(a), tensor(b)
-    from ..communication.group import world_comm
+    from ..communication.mpi.group import world_comm
 
     everywhere = Placement("cpu", list(range(world_comm.size)))
     ga = tensor(a, placement=everywhere, sbp=(Split(0),))
@@ -225,7 +225,7 @@ def run_engine(settings: Settings, ops: tuple[str, ...] = ("add", "mul_scalar", 
     """
     from mpi4py import MPI
 
-    from ..communication.group import world_comm
+    from ..communication.mpi.group import world_comm
     from .engine_models import build_step, param_count
     from .runner import measure_interleaved
 

@@ -50,7 +50,7 @@ def param_count(model: str) -> int:
 
 def _mpiflow_parts(widths: tuple[int, ...]) -> Any:
     from ..nn import Linear, ReLU, Sequential
-    from ..random import manual_seed
+    from ..tensors.random import manual_seed
 
     manual_seed(0)
     mods: list[Any] = []
@@ -101,8 +101,8 @@ def build_step(lib: str, model: str, optimizer: str, foreach: bool = False
     loss_fn: Any
     if lib == "mpiflow":
         from .. import optim
-        from ..creation import tensor
         from ..nn import functional as F
+        from ..tensors.creation import tensor
 
         cls = optim.SGD if optimizer == "sgd" else optim.Adam
         flat: dict[str, Any] = {"foreach": True} if foreach else {}

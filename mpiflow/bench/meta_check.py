@@ -1,10 +1,10 @@
 """What ``to_global``'s agreement check costs: the ``to_global_check`` suite of
 ``python -m mpiflow.bench``.
 
-Ranks must agree on what a ``to_global`` call means (:mod:`mpiflow._meta`). For a local tensor
-the check is on by default (``check_meta=True``); the alternative a user would pick is to skip
-it (``check_meta=False`` with ``shape=``). For a global tensor it runs only under
-``MPIFLOW_DEBUG=1``; its cost there is one :func:`mpiflow._meta.agree` before the
+Ranks must agree on what a ``to_global`` call means (:mod:`mpiflow.tensors.meta`). For a local
+tensor the check is on by default (``check_meta=True``); the alternative a user would pick is
+to skip it (``check_meta=False`` with ``shape=``). For a global tensor it runs only under
+``MPIFLOW_DEBUG=1``; its cost there is one :func:`mpiflow.tensors.meta.agree` before the
 redistribution. Each group times both sides, interleaved, on float32 tensors of a few sizes
 on a 1-D placement of every rank.
 """
@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy
 
-from .._meta import agree
-from .._tensor import Tensor
-from ..communication.group import world_comm
-from ..creation import zeros
-from ..placement import Placement
-from ..sbp import Broadcast, Split
+from ..communication.mpi.group import world_comm
+from ..layouts.placement import Placement
+from ..layouts.sbp import Broadcast, Split
+from ..tensors.creation import zeros
+from ..tensors.meta import agree
+from ..tensors.tensor import Tensor
 from .plan import Settings
-from .report import _heading, format_grid
+from .report import format_grid, section_heading
 from .runner import measure_interleaved
 
 __all__ = ["format_meta_check", "run_meta_check"]
@@ -79,7 +79,7 @@ def run_meta_check(settings: Settings) -> dict[str, Any]:
 
 def format_meta_check(result: Mapping[str, Any], markdown: bool = False) -> str:
     """The table of a :func:`run_meta_check` result."""
-    head = _heading("to_global_check", [
+    head = section_heading("to_global_check", [
         f"to_global with and without the ranks' agreement check on {result['ranks']} rank(s); "
         f"best of {result['rounds']} interleaved rounds, slowest rank"], markdown)
     cells = [[r["case"], r["checked"], f"{r['checked_us']:.1f}", r["alternative"],

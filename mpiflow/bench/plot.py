@@ -93,7 +93,7 @@ def series_from_json(data: Mapping[str, Any]) -> list[Series]:
     return series
 
 
-def _title(meta: Mapping[str, Any]) -> str:
+def plot_title(meta: Mapping[str, Any]) -> str:
     return f"mpiflow vs raw mpi4py, {meta.get('ranks', '?')} rank(s), {meta.get('mpi_library', '')}"
 
 
@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with open(args.results, encoding="utf-8") as f:
         data = json.load(f)
-    write_plot(args.out, series_from_json(data), _title(data.get("meta", {})))
+    write_plot(args.out, series_from_json(data), plot_title(data.get("meta", {})))
     return 0
 
 

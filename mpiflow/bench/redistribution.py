@@ -34,12 +34,12 @@ from typing import Any, NamedTuple
 import numpy
 from mpi4py import MPI
 
-from .._tensor import Tensor
-from ..boxing.shards import local_shape
 from ..communication import count_collectives
-from ..communication.group import world_comm
-from ..placement import Placement
-from ..sbp import Broadcast, Partial, SbpParallel, Split, balanced_sizes
+from ..communication.mpi.group import world_comm
+from ..layouts.placement import Placement
+from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split, balanced_sizes
+from ..layouts.shards import local_shape
+from ..tensors.tensor import Tensor
 from .metrics import Timings, bandwidth
 from .plan import Settings
 

@@ -243,7 +243,7 @@ def format_grid(header: Sequence[str], rows: Sequence[Sequence[str]], right: Seq
             for row in cells]
 
 
-def _heading(title: str, lines: Sequence[str], markdown: bool) -> list[str]:
+def section_heading(title: str, lines: Sequence[str], markdown: bool) -> list[str]:
     if markdown:
         return [f"### {title}", "", *lines, ""]
     return [f"== {title}", *(f"   {line}" for line in lines)]
@@ -256,7 +256,7 @@ def _ops(collectives: Sequence[tuple[str, int]]) -> str:
 def format_redistribution(rows: Sequence[RedistRow], markdown: bool = False) -> str:
     """The redistribution table: per conversion and shape, mpiflow, raw, ratio, collectives."""
     nranks = rows[0].nranks if rows else 0
-    head = _heading("redistribution", [
+    head = section_heading("redistribution", [
         f"mpiflow `x.to_global(sbp=dst)` on a float32 global tensor of a 1-D placement of "
         f"{nranks} rank(s) vs the one raw mpi4py collective doing the same job on buffers "
         "allocated once; size: the whole tensor; GB/s: size / time; ratio: mpiflow / raw "
@@ -304,7 +304,7 @@ def format_grad_sync(results: Sequence[GradSyncResult], markdown: bool = False) 
     nranks = results[0].nranks if results else 0
     fuse = approx_bytes(results[0].fuse_bytes if results else 256 << 10)
     chunk = approx_bytes(results[0].chunk_bytes if results else 16 << 20)
-    head = _heading("grad_sync", [
+    head = section_heading("grad_sync", [
         f"summing the float32 gradients of a model over {nranks} rank(s): "
         + "; ".join(f"{k}: {v.format(fuse=fuse, chunk=chunk)}" if "{" in v else f"{k}: `{v}`"
                     for k, v in _GRAD_NAMES.items())
@@ -354,7 +354,7 @@ _DDP_NAMES = {"ddp": "DistributedDataParallel, buckets all-reduced during backwa
 def format_ddp(result: DDPResult, markdown: bool = False) -> str:
     """The DDP table: one training step five ways, and what the overlap gains."""
     r, t = result, result.timings
-    head = _heading("ddp", [
+    head = section_heading("ddp", [
         f"one training step (zero_grad, forward, backward, SGD step) of {r.layers} x "
         f"Linear({r.width}, {r.width}) with ReLU between, batch {r.batch} per rank, "
         f"{r.nranks} rank(s); parameters {approx_bytes(r.param_bytes)}; the ddp side has "
@@ -376,7 +376,7 @@ def format_ddp(result: DDPResult, markdown: bool = False) -> str:
 
 def format_checkpoint(result: Mapping[str, Any], markdown: bool = False) -> str:
     """The checkpoint table (a :func:`.checkpoint.run_checkpoint_bench` result)."""
-    head = _heading("checkpoint", [
+    head = section_heading("checkpoint", [
         f"a float32 tensor of {approx_bytes(result['bytes'])} split by rows over "
         f"{result['ranks']} rank(s): mpiflow.io.save/load (parallel) vs rank 0 gathering it "
         "and calling numpy.save (then numpy.load and a scatter); files fsynced; best of the "
@@ -394,7 +394,7 @@ def format_checkpoint(result: Mapping[str, Any], markdown: bool = False) -> str:
 
 def format_watchdog(result: Mapping[str, Any], markdown: bool = False) -> str:
     """The watchdog table (a :func:`.watchdog.measure_watchdog_overhead` result)."""
-    head = _heading("watchdog", [
+    head = section_heading("watchdog", [
         f"all_reduce of {result['bytes']} B on {result['ranks']} rank(s): raw mpi4py, "
         "mpiflow with the collective watchdog on and off; best of "
         f"{result['rounds']} rounds of {result['iters']} calls, slowest rank"], markdown)

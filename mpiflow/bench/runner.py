@@ -19,7 +19,7 @@ import numpy
 from mpi4py import MPI
 
 from .._version import __version__
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from . import cuda_cases
 from .cases import BenchCase, Context, select
 from .metrics import Row

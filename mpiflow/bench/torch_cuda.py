@@ -37,7 +37,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from .metrics import (
     ALL_REDUCE_FACTOR,
     ONE_FACTOR,

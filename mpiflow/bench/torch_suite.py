@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 import numpy
 from mpi4py import MPI
 
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from .metrics import (
     ALL_REDUCE_FACTOR,
     LARGE_BYTES,

@@ -37,7 +37,7 @@ from mpi4py import MPI
 
 from .. import distributed as dist
 from ..communication import ReduceOp, count_collectives
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
 from ..parallel.packing import make_buckets
 from .metrics import Timings
 from .plan import Settings
@@ -223,9 +223,9 @@ def build_grad_sync(sizes: list[int], comm: Any = None, fuse_bytes: int = 256 <<
         Per side (:data:`GRAD_SIDES`), the module whose gradients it sums, and its sync call;
         no communication yet beyond the wrapping.
     """
-    from ..creation import from_numpy, zeros
     from ..nn import Module, Parameter
     from ..nn.parallel import DistributedDataParallel
+    from ..tensors.creation import from_numpy, zeros
 
     comm = world_comm.mpi_comm if comm is None else comm
     model = Module()
@@ -405,10 +405,10 @@ def build_ddp_steps(layers: int, width: int, batch: int, bucket_mb: float
         of the ``ddp`` side.
     """
     from .. import optim
-    from ..creation import tensor
     from ..nn import Linear, ReLU, Sequential
     from ..nn.parallel import DistributedDataParallel
-    from ..random import manual_seed
+    from ..tensors.creation import tensor
+    from ..tensors.random import manual_seed
 
     def model() -> Any:
         manual_seed(0)

@@ -26,8 +26,8 @@ import numpy
 from mpi4py import MPI
 
 from .. import distributed as dist
-from ..communication import watchdog
-from ..communication.group import world_comm
+from ..communication.mpi.group import world_comm
+from ..communication.watchdog import monitor as watchdog
 
 __all__ = ["GOAL", "format_result", "main", "measure_watchdog_overhead"]
 

@@ -13,11 +13,10 @@ Examples:
     (AllReduce(axis=0, op=SUM),)
 """
 
-from .execute import array_module, line_communicator, redistribute
-from .layout import Layout
-from .plan import Plan, conversion_cost, plan_redistribution, transfer_cost
-from .shards import local_shape, scatter_value, shard_slices
-from .steps import (
+from ..layouts.layout import Layout
+from ..layouts.plan import Plan, conversion_cost, plan_redistribution, transfer_cost
+from ..layouts.shards import local_shape, scatter_value, shard_slices
+from ..layouts.steps import (
     AllGather,
     AllReduce,
     AllToAll,
@@ -27,6 +26,7 @@ from .steps import (
     ToPartial,
     Transfer,
 )
+from .execute import array_module, line_communicator, redistribute
 
 __all__ = [
     "AllGather",

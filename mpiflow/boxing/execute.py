@@ -17,15 +17,16 @@ from typing import Any
 
 import numpy
 
-from ..communication import Communicator, exact
-from ..communication.group import world_comm
+from ..communication import Communicator
+from ..communication.collectives import deterministic
+from ..communication.mpi.group import world_comm
 from ..core.array_module import array_module
-from ..placement import Placement
-from ..sbp import Broadcast, balanced_sizes
-from .layout import Layout
-from .plan import plan_redistribution
-from .shards import Box, fill_op, local_shape, relative_slices, shard_bounds
-from .steps import (
+from ..layouts.layout import Layout
+from ..layouts.placement import Placement
+from ..layouts.plan import plan_redistribution
+from ..layouts.sbp import Broadcast, balanced_sizes
+from ..layouts.shards import Box, fill_op, local_shape, relative_slices, shard_bounds
+from ..layouts.steps import (
     AllGather,
     AllReduce,
     AllToAll,
@@ -142,8 +143,8 @@ def _all_gather(step: AllGather, x: Any, ctx: _Context, comm: Communicator, xp: 
 
 def _all_reduce(step: AllReduce, x: Any, ctx: _Context, comm: Communicator, xp: Any) -> Any:
     out = _fresh(xp, x)
-    if exact.wanted(out, step.op):  # the reproducibility switch: exact partial sums
-        exact.all_reduce(comm, out, step.op)
+    if deterministic.wanted(out, step.op):  # the reproducibility switch: exact partial sums
+        deterministic.all_reduce(comm, out, step.op)
     else:
         comm.all_reduce(out, step.op)
     return out
@@ -155,8 +156,8 @@ def _reduce_scatter(step: ReduceScatter, x: Any, ctx: _Context, comm: Communicat
     send = _front(xp, x, d)
     recv = xp.empty((ctx.new_shape[d], *send.shape[1:]), dtype=x.dtype)
     counts, even = _counts(balanced_sizes(x.shape[d], comm.size), math.prod(send.shape[1:]))
-    if exact.wanted(send, step.op):
-        exact.reduce_scatter(comm, send, recv, step.op, None if even else counts)
+    if deterministic.wanted(send, step.op):
+        deterministic.reduce_scatter(comm, send, recv, step.op, None if even else counts)
     elif even:
         comm.reduce_scatter(send, recv, step.op)
     else:
@@ -252,7 +253,7 @@ def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
         ValueError: ``local`` does not have the shape its layout gives this rank.
 
     Examples:
-        >>> from mpiflow.sbp import broadcast, split
+        >>> from mpiflow.layouts.sbp import broadcast, split
         >>> rank = world_comm.rank             # 0 or 1
         >>> p = Placement("cpu", [0, 1])
         >>> redistribute(numpy.arange(2) + 2 * rank, (4,), Layout(p, split(0)),

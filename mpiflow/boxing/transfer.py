@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..communication import Communicator
-from .layout import Layout
-from .plan import transfer_cost
-from .shards import Box, intersect, layout_boxes, relative_slices, volume
+from ..layouts.layout import Layout
+from ..layouts.plan import transfer_cost
+from ..layouts.shards import Box, intersect, layout_boxes, relative_slices, volume
 
 __all__ = ["TransferSchedule", "run_transfer", "transfer_schedule"]
 

@@ -49,11 +49,11 @@ from mpi4py import MPI
 
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
-from . import watchdog
-from .failure import collective_failed
-from .skew import Skipped, resync
-from .watchdog import NEXT, STATE
-from .watchdog_report import describe_group
+from .watchdog import monitor as watchdog
+from .watchdog.failure import collective_failed
+from .watchdog.monitor import mark_call
+from .watchdog.report import describe_group
+from .watchdog.skew import Skipped, resync
 
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 
@@ -118,7 +118,7 @@ def concurrent_use(in_use: InUse, mpi_comm: Any, operation: str) -> None:
         resync(in_use, mpi_comm, operation)
         return
     size = mpi_comm.Get_size() if mpi_comm is not None else None
-    group = describe_group(watchdog._world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
+    group = describe_group(watchdog.world_ranks(mpi_comm), size, MPI.COMM_WORLD.Get_size())
     others = [owner] if owner is not True else _threads_inside(mpi_comm, me)
     inside = " and ".join(_thread_name(t) for t in others) or "another thread"
     raise RuntimeError(
@@ -160,7 +160,7 @@ class FastPaths:
         # The communicator's in-use mark (see the module's docstring); the general path and
         # debug mode may share it through ``self.in_use``.
         self.in_use = in_use = InUse()
-        state, step, in_place = STATE, NEXT, MPI.IN_PLACE
+        mark, in_place = mark_call, MPI.IN_PLACE
         allreduce, allgather, bcast = comm.Allreduce, comm.Allgather, comm.Bcast
         reduce_scatter_block, alltoall = comm.Reduce_scatter_block, comm.Alltoall
         mpi_send, mpi_recv = comm.Send, comm.Recv
@@ -177,7 +177,7 @@ class FastPaths:
                         concurrent_use(in_use, comm, "all_reduce")
                     try:
                         in_use.owner = True
-                        state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
+                        mark()  # the watchdog's mark: a new blocking call
                         allreduce(in_place, buf, mpi_op)
                     except _DECLINED:
                         return False
@@ -201,7 +201,7 @@ class FastPaths:
                     concurrent_use(in_use, comm, "all_gather")
                 try:
                     in_use.owner = True
-                    state.seq = step[state.seq]
+                    mark()
                     allgather(send, recv)
                 except _DECLINED:
                     return False
@@ -228,7 +228,7 @@ class FastPaths:
                         concurrent_use(in_use, comm, "reduce_scatter")
                     try:
                         in_use.owner = True
-                        state.seq = step[state.seq]
+                        mark()
                         reduce_scatter_block(send, recv, mpi_op)
                     except _DECLINED:
                         return False
@@ -246,7 +246,7 @@ class FastPaths:
                     concurrent_use(in_use, comm, "broadcast")
                 try:
                     in_use.owner = True
-                    state.seq = step[state.seq]
+                    mark()
                     bcast(buf, root)
                 except _DECLINED:
                     return False
@@ -272,7 +272,7 @@ class FastPaths:
                     concurrent_use(in_use, comm, "all_to_all")
                 try:
                     in_use.owner = True
-                    state.seq = step[state.seq]
+                    mark()
                     alltoall(send, recv)
                 except _DECLINED:
                     return False
@@ -286,7 +286,7 @@ class FastPaths:
         def send(buf: Any, dst: int, tag: int) -> bool:
             if (type(buf) is _ndarray and type(dst) is int and 0 <= dst < size and dst != rank
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
-                state.seq = step[state.seq]
+                mark()
                 try:
                     mpi_send(buf, dst, tag)
                 except _DECLINED:
@@ -297,7 +297,7 @@ class FastPaths:
         def recv(buf: Any, src: int, tag: int) -> bool:
             if (type(buf) is _ndarray and type(src) is int and 0 <= src < size and src != rank
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
-                state.seq = step[state.seq]
+                mark()
                 status = new_status()  # per call: two threads may receive on one group
                 try:
                     mpi_recv(buf, src, tag, status)
@@ -321,7 +321,7 @@ class FastPaths:
         self.send: Callable[[Any, int, int], bool] = send
         self.recv: Callable[[Any, int, int], bool] = recv
         self.all_reduce_at: Callable[[int, int, Any, Any], bool] = _all_reduce_at(
-            comm, in_use, state, step, allreduce, in_place)
+            comm, in_use, mark, allreduce, in_place)
         self._paths = {name: getattr(self, name) for name in _PATHS}
         _live.add(self)
         if _paused:
@@ -341,7 +341,7 @@ class FastPaths:
             setattr(self, name, self._paths[name] if path is None else path)
 
 
-def _all_reduce_at(comm: Any, in_use: InUse, state: Any, step: Any, allreduce: Any,
+def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce: Any,
                    in_place: Any) -> Callable[[int, int, Any, Any], bool]:
     """The in-place all-reduce of ``nbytes`` of memory at ``address`` (a torch tensor's),
     typed by an MPI datatype and reduced by an MPI op that the caller knows to be native:
@@ -354,7 +354,7 @@ def _all_reduce_at(comm: Any, in_use: InUse, state: Any, step: Any, allreduce: A
             concurrent_use(in_use, comm, "all_reduce")
         try:
             in_use.owner = True
-            state.seq = step[state.seq]  # the watchdog's mark: a new blocking call
+            mark()  # the watchdog's mark: a new blocking call
             allreduce(in_place, [fromaddress(address, nbytes), datatype], mpi_op)
         except MPI.Exception as exc:
             collective_failed("all_reduce", comm, exc)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy
 
-from .steps import Post, chain
+from .completion import Post, chain
 
 __all__ = ["Post", "chain", "host_array", "is_torch_tensor", "numpy_dtype", "stage"]
 

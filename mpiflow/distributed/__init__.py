@@ -11,7 +11,13 @@ Examples:
 """
 
 from ..communication import ReduceOp, Work
-from ..communication.collectives import (
+from ..communication.collectives.objects import (
+    all_gather_object,
+    broadcast_object_list,
+    gather_object,
+    scatter_object_list,
+)
+from ..communication.collectives.torch_api import (
     all_gather,
     all_gather_into_tensor,
     all_reduce,
@@ -29,15 +35,9 @@ from ..communication.collectives import (
     scatter,
     send,
 )
-from ..communication.group import ProcessGroup
-from ..communication.objects import (
-    all_gather_object,
-    broadcast_object_list,
-    gather_object,
-    scatter_object_list,
-)
+from ..communication.mpi.group import ProcessGroup
 from ..parallel.sync import sync_gradients, sync_initial_weights
-from .process_group import (
+from .world import (
     Backend,
     destroy_process_group,
     get_backend,

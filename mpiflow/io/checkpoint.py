@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
 from .._version import __version__
 from ..boxing.execute import redistribute
-from ..boxing.layout import Layout
-from ..boxing.shards import Box, check_shape, shard_bounds, volume
-from ..communication.group import world_comm
-from ..placement import Placement
-from ..sbp import Broadcast, Partial, SbpParallel, Split
+from ..communication.mpi.group import world_comm
+from ..layouts.layout import Layout
+from ..layouts.placement import Placement
+from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split
+from ..layouts.shards import Box, check_shape, shard_bounds, volume
+from ..tensors.tensor import Tensor
 from .errors import agreed, blocking
 from .files import (
     METADATA,

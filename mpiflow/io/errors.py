@@ -29,7 +29,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..communication.watchdog import watched
+from ..communication.watchdog.monitor import watched
 
 __all__ = ["CheckpointError", "agree", "agreed", "blocking"]
 

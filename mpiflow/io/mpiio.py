@@ -1,7 +1,7 @@
 """Collective MPI-IO of one ``.npy`` file: every rank writes or reads only its own region.
 
 A rank's region is a box of the logical array (one ``[start, stop)`` per dim, as
-:func:`mpiflow.boxing.shards.shard_bounds` gives). It becomes a subarray file view
+:func:`mpiflow.layouts.shards.shard_bounds` gives). It becomes a subarray file view
 (``MPI.Datatype.Create_subarray`` of the box inside the logical shape, C order) at the
 header's offset, so one ``Write_all``/``Read_all`` moves a shard of any layout, nested 2-D
 meshes and splits of any dim included; a rank with nothing to move takes part with a count
@@ -26,7 +26,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..boxing.shards import Box
+from ..layouts.shards import Box
 from .errors import agreed, blocking
 
 __all__ = ["box_shape", "prepare_buffer", "read_array", "write_array"]

@@ -23,9 +23,8 @@ from typing import Any
 import numpy
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor
 from ..autograd import no_grad
-from ..creation import arange
+from ..layouts.sbp import Broadcast, Partial
 from ..ops.linear import linear as _linear
 from ..ops.pointwise import (
     abs,
@@ -46,10 +45,11 @@ from ..ops.reduction import amax, mean, sum
 from ..ops.reduction import log_softmax as _log_softmax
 from ..ops.reduction import softmax as _softmax
 from ..ops.shape import flatten, reshape, squeeze, unsqueeze
-from ..random import rand
-from ..sbp import Broadcast, Partial
-from . import _cross_entropy as _ce
-from ._lookup import lookup
+from ..tensors.creation import arange
+from ..tensors.random import rand
+from ..tensors.tensor import Tensor
+from . import cross_entropy as _ce
+from .embedding_lookup import lookup
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
@@ -152,7 +152,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
 
     Returns:
         ``input.shape + (embedding_dim,)``; backward adds up repeated indices. A batch of
-        indices split over the ranks stays split (see :mod:`mpiflow.nn._lookup`).
+        indices split over the ranks stays split (see :mod:`mpiflow.nn.embedding_lookup`).
 
     Examples:
         >>> F.embedding(flow.tensor([1, 1, 0]), flow.tensor([[0.5], [2.0]])).tolist()

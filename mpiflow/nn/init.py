@@ -19,12 +19,12 @@ import math
 import warnings
 from typing import Any
 
-from .._tensor import Tensor
 from ..autograd import no_grad
 from ..ops.pointwise import fill_
-from ..random import Generator
-from ..random import normal_ as _normal_
-from ..random import uniform_ as _uniform_
+from ..tensors.random import Generator
+from ..tensors.random import normal_ as _normal_
+from ..tensors.random import uniform_ as _uniform_
+from ..tensors.tensor import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",

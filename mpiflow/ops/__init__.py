@@ -1,9 +1,11 @@
 """mpiflow's ops on local and global tensors: one definition each (kernel, shape, dtype and
 layout rules side by side), exposed as functions and as Tensor methods."""
 
-from .. import _layout  # noqa: F401 - binds the conversions (to_global, ...) the ops rely on
+from ..tensors import (  # noqa: F401 - binds the conversions (to_global, ...) the ops rely on
+    conversion as _layout,
+)
 from . import methods  # noqa: F401 - binds the operators and the pointwise methods
-from .deterministic import nansum, vdot
+from .deterministic_sum import nansum, vdot
 from .engine import OpDef, apply
 from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
 from .indexing import __all__ as _indexing_all

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy
 
-from .._graph import record
-from .._runtime import topology
-from .._tensor import Size, Tensor
-from ..boxing.plan import Layout, conversion_cost
-from ..boxing.shards import local_shape
 from ..core.array_module import array_module
-from ..placement import Placement
-from ..sbp import Broadcast, SbpParallel
+from ..layouts.placement import Placement
+from ..layouts.plan import Layout, conversion_cost
+from ..layouts.sbp import Broadcast, SbpParallel
+from ..layouts.shards import local_shape
+from ..runtime import topology
+from ..tensors.tape import record
+from ..tensors.tensor import Size, Tensor
 
 __all__ = ["B", "Context", "OpDef", "Signature", "apply", "result_dtype"]
 
@@ -244,7 +244,7 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
     costs little beyond the kernel.
 
     Examples:
-        >>> from mpiflow.ops.elementwise import BINARY
+        >>> from mpiflow.ops.pointwise_defs import BINARY
         >>> apply(BINARY["add"], flow.ones(2), 1.0)
         tensor([2., 2.])
     """

@@ -43,14 +43,14 @@ from typing import Any
 
 import numpy
 
-from .._graph import is_grad_enabled, rebind_inplace, record
-from .._runtime import topology
-from .._tensor import Tensor, bind
 from ..boxing.execute import redistribute
-from ..boxing.plan import Layout
-from ..boxing.shards import fill_op, shard_bounds
 from ..core.array_module import array_module, is_array
-from ..sbp import Partial, Split, partial_max, partial_min, partial_sum
+from ..layouts.plan import Layout
+from ..layouts.sbp import Partial, Split, partial_max, partial_min, partial_sum
+from ..layouts.shards import fill_op, shard_bounds
+from ..runtime import topology
+from ..tensors.tape import is_grad_enabled, rebind_inplace, record
+from ..tensors.tensor import Tensor, bind
 from .engine import B, Context, OpDef, Signature, apply
 
 __all__ = ["getitem", "setitem"]

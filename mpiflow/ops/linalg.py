@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor, bind
-from ..sbp import Partial, SbpParallel, Split
-from . import deterministic as det
+from ..layouts.sbp import Partial, SbpParallel, Split
+from ..tensors.tensor import Tensor, bind
+from . import deterministic_sum as det
 from . import pointwise as pw
 from . import reduction as red
 from .engine import B, Context, OpDef, Signature, apply
@@ -158,7 +158,7 @@ def _tensor(value: Any, like: Tensor) -> Tensor:
     if like.is_global:
         raise TypeError(f"matmul: a global tensor multiplies only tensors, got "
                         f"{type(value).__name__}")
-    from ..creation import tensor
+    from ..tensors.creation import tensor
 
     return tensor(value)
 

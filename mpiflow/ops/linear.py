@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy
 
-from .._tensor import Tensor
 from ..core.array_module import array_module
+from ..tensors.tensor import Tensor
 from .engine import Context, OpDef, Signature, apply
 from .shape import t
 

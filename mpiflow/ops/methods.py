@@ -2,7 +2,7 @@
 
 Kept apart from the Tensor class so that the class stays about data and layout, and every op
 has one definition that serves ``mpiflow.exp(x)`` and ``x.exp()`` alike. The other ops modules
-bind their own methods the same way (:func:`mpiflow._tensor.bind`).
+bind their own methods the same way (:func:`mpiflow.tensors.tensor.bind`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor, bind
+from ..tensors.tensor import Tensor, bind
 from . import pointwise as pw
 
 __all__ = ["METHODS"]

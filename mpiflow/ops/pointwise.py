@@ -9,15 +9,15 @@ import numpy
 
 from .. import cuda
 from .. import dtypes as _dtypes
-from .._device import device as _device
-from .._graph import is_grad_enabled, rebind_inplace, record
-from .._tensor import Tensor
 from ..boxing.execute import redistribute
-from ..boxing.plan import Layout
-from ..placement import Placement
-from ..sbp import Partial, SbpParallel, Split
-from .elementwise import BINARY, UNARY, WHERE, broadcast_shape
+from ..core.device import device as _device
+from ..layouts.placement import Placement
+from ..layouts.plan import Layout
+from ..layouts.sbp import Partial, SbpParallel, Split
+from ..tensors.tape import is_grad_enabled, rebind_inplace, record
+from ..tensors.tensor import Tensor
 from .engine import B, OpDef, Signature, apply
+from .pointwise_defs import BINARY, UNARY, WHERE, broadcast_shape
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow", "atan2",

@@ -24,11 +24,11 @@ from typing import Any, NamedTuple
 
 import numpy
 
-from .._tensor import Tensor, bind
 from ..communication import ReduceOp
 from ..dtypes import as_dtype
-from ..sbp import Partial, Split
-from . import deterministic as det
+from ..layouts.sbp import Partial, Split
+from ..tensors.tensor import Tensor, bind
+from . import deterministic_sum as det
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
 
@@ -136,7 +136,7 @@ def _check_nonempty(name: str, input: Tensor, dims: Dims | None) -> None:
 
 # Gradient rules: ``rule(g, operands, result, **attrs)`` -> one gradient per operand (the third
 # parameter is not called ``out``: that is the attribute naming a requested dtype).
-def _unreduce(g: Tensor, dims: Dims, keepdim: bool) -> Tensor:
+def unreduce(g: Tensor, dims: Dims, keepdim: bool) -> Tensor:
     """``g`` (a reduction's gradient) with its reduced dims back as size 1, ready to broadcast."""
     from . import shape as sh
 
@@ -151,7 +151,7 @@ def _sum_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: 
               count: int | None = None, **_: Any) -> tuple[Tensor]:
     """Every element gets the gradient of its sum (over ``count`` for the mean)."""
     x = operands[0]
-    g = _unreduce(g, dims, keepdim)
+    g = unreduce(g, dims, keepdim)
     if count is not None:
         g = pw.div(g, count)
     return (pw.expand(g, tuple(x.shape)),)
@@ -163,7 +163,7 @@ def _prod_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim:
     reduced slice it is ``prod / x``; with one zero, that zero gets the product of the rest and
     the others zero; with two or more, every element gets zero."""
     x = operands[0]
-    g = _unreduce(g, dims, keepdim)
+    g = unreduce(g, dims, keepdim)
     zero = pw.eq(x, 0)
     zeros = sum(zero, dims, keepdim=True)
     rest = prod(pw.where(zero, 1, x), dims, keepdim=True)  # the product of the non-zeros
@@ -289,9 +289,9 @@ def _extreme_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepd
                   **_: Any) -> tuple[Tensor]:
     """``amax``/``amin``: the gradient split equally among the elements equal to the result."""
     x = operands[0]
-    hit = pw.eq(x, _unreduce(result, dims, keepdim)).to(g.dtype)
+    hit = pw.eq(x, unreduce(result, dims, keepdim)).to(g.dtype)
     share = pw.div(hit, sum(hit, dims, keepdim=True))
-    return (pw.mul(_unreduce(g, dims, keepdim), share),)
+    return (pw.mul(unreduce(g, dims, keepdim), share),)
 
 
 def _extreme_at_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
@@ -640,8 +640,8 @@ def _cumsum_layouts(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
 def _logsumexp_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
                     **_: Any) -> tuple[Tensor]:
     """``g * softmax(x)``, with ``softmax(x) = exp(x - logsumexp(x))``."""
-    weights = pw.exp(pw.sub(operands[0], _unreduce(result, dims, keepdim)))
-    return (pw.mul(_unreduce(g, dims, keepdim), weights),)
+    weights = pw.exp(pw.sub(operands[0], unreduce(result, dims, keepdim)))
+    return (pw.mul(unreduce(g, dims, keepdim), weights),)
 
 
 def _softmax_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, log: bool, **_: Any

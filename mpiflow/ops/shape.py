@@ -35,11 +35,18 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .._graph import record
-from .._runtime import topology
-from .._tensor import Tensor, bind
-from ..boxing.shards import local_shape, shard_bounds
-from ..sbp import SbpParallel, Split, balanced_bounds, partial_max, partial_min, partial_sum
+from ..layouts.sbp import (
+    SbpParallel,
+    Split,
+    balanced_bounds,
+    partial_max,
+    partial_min,
+    partial_sum,
+)
+from ..layouts.shards import local_shape, shard_bounds
+from ..runtime import topology
+from ..tensors.tape import record
+from ..tensors.tensor import Tensor, bind
 from .engine import B, Context, OpDef, Signature, apply
 
 __all__ = [
@@ -224,7 +231,7 @@ def same_runs_layout(shape: Shape, size: Shape, mesh: Shape,
     shard is one contiguous run of the row-major elements.
 
     Examples:
-        >>> from mpiflow.sbp import split
+        >>> from mpiflow.layouts.sbp import split
         >>> same_runs_layout((4, 4), (2, 8), (2, 2), (split(0), split(0)))
         (mpiflow.sbp.split(dim=0), mpiflow.sbp.split(dim=1))
     """

@@ -12,11 +12,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor
 from ..autograd import no_grad
-from ..creation import zeros_like
-from ._flat import FlatGroup, check_flat_flags
-from ._kernels import adam_update
+from ..tensors.creation import zeros_like
+from ..tensors.tensor import Tensor
+from .foreach import FlatGroup, check_flat_flags
+from .kernels import adam_update
 from .optimizer import Optimizer, Params
 
 __all__ = ["Adam", "AdamW"]

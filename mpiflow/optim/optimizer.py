@@ -21,10 +21,10 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
-from ..nn.modules._convert import value_like
-from ._flat import FlatGroup, flat_key
+from ..nn.modules.convert import value_like
+from ..tensors.tensor import Tensor
+from .foreach import FlatGroup, flat_key
 
 __all__ = ["Optimizer", "required"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor
 from ..autograd import no_grad
-from ._flat import FlatGroup, check_flat_flags
-from ._kernels import sgd_update
+from ..tensors.tensor import Tensor
+from .foreach import FlatGroup, check_flat_flags
+from .kernels import sgd_update
 from .optimizer import Optimizer, Params
 
 __all__ = ["SGD"]

@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._runtime import topology
 from ..communication import ReduceOp
-from ..communication.collectives import _list_args, resolve_group
-from ..communication.group import ProcessGroup
+from ..communication.collectives.torch_api import list_args, resolve_group
+from ..communication.mpi.group import ProcessGroup
 from ..core.array_module import array_module
 from ..core.torch_arrays import Post
-from .flat import FlatGradients, all_reduce_pieces
+from ..runtime import topology
+from .bucket_view import FlatGradients, all_reduce_pieces
 from .packing import Bucket, make_buckets
 
 __all__ = ["sync_gradients", "sync_initial_weights"]
@@ -63,7 +63,7 @@ def _check_claims(rank: int | None, world_size: int | None, group: ProcessGroup)
 def _staged(items: list[Any], reduce: bool) -> tuple[list[Any], Post | None]:
     """The writable arrays behind arrays and tensors, and the step that writes staged copies
     back once the collectives are done (bfloat16 is summed through float32 when ``reduce``)."""
-    return _list_args(items, "model entry", write=True, reduce=ReduceOp.SUM if reduce else None)
+    return list_args(items, "model entry", write=True, reduce=ReduceOp.SUM if reduce else None)
 
 
 def _weights(model: Any) -> tuple[list[Any], Post | None]:
@@ -91,7 +91,7 @@ def _gradients(model: Any) -> tuple[list[Any], Post | None]:
             grads.append(p.grad)
         return _staged(grads, reduce=True)
     if hasattr(model, "parameters"):
-        from ..creation import zeros_like
+        from ..tensors.creation import zeros_like
 
         out = []
         for p in model.parameters():
@@ -128,7 +128,7 @@ def _by_module(arrays: list[Any]) -> list[list[Any]]:
 
 def _check_layout(arrays: list[Any], group: ProcessGroup, what: str) -> None:
     """Every rank must pack the same arrays: compare shapes and dtypes once (small)."""
-    from ..communication.objects import all_gather_object
+    from ..communication.collectives.objects import all_gather_object
 
     signature = [(tuple(a.shape), a.dtype.str) for a in arrays]
     everyone: list[Any] = [None] * group.size()
@@ -225,7 +225,7 @@ def _all_reduce_flat(model: Any, flat: FlatGradients, g: ProcessGroup, average: 
 
 
 def _zero_grad(p: Any) -> Any:
-    from ..creation import zeros_like
+    from ..tensors.creation import zeros_like
 
     p.grad = zeros_like(p)
     return p.grad._data

@@ -15,9 +15,9 @@ from typing import Any
 import torch.distributed as dist
 from mpi4py import MPI
 
-from ..communication import watchdog
-from ..communication.group import world_comm
-from ..communication.mpi import new_communicator
+from ..communication.mpi.communicator import new_communicator
+from ..communication.mpi.group import world_comm
+from ..communication.watchdog import monitor as watchdog
 from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
 
 __all__ = ["create_process_group", "register"]

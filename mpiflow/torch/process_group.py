@@ -3,7 +3,8 @@
 torch dispatches every collective of a group whose backend is ``"mpiflow"`` to the methods
 here, with its own argument conventions (lists of tensors, option structs with group ranks).
 Each method turns the tensors into arrays sharing their memory (:mod:`mpiflow.core.torch_arrays`),
-runs the operation on the group's :class:`~mpiflow.communication.mpi.MPICommunicator` (so
+runs the operation on the group's
+:class:`~mpiflow.communication.mpi.communicator.MPICommunicator` (so
 mpiflow's argument checks, debug-mode fingerprints and watchdog apply), and returns a work:
 
 - By default every collective completes inside the call, the asynchronous ones
@@ -37,9 +38,8 @@ from mpi4py import MPI
 
 from ..communication import ReduceOp
 from ..communication import Work as MPIWork
-from ..communication.mpi import MPICommunicator
-from ..communication.watchdog import NEXT as _next
-from ..communication.watchdog import STATE as _state
+from ..communication.mpi.communicator import MPICommunicator
+from ..communication.watchdog.monitor import mark_call
 from ..core.torch_arrays import Post, chain, stage
 from .work import DoneWork, PendingWork
 
@@ -378,7 +378,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         if async_op:
             request = self._mpi.Iallgather(MPI.IN_PLACE, flat)
             return PendingWork(_mpi_work([request], flat), [out])
-        _state.seq = _next[_state.seq]  # the watchdog's mark: a new blocking call
+        mark_call()  # the watchdog's mark: a new blocking call
         self._mpi.Allgather(MPI.IN_PLACE, flat)
         return DoneWork([out])
 

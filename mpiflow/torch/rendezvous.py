@@ -42,7 +42,7 @@ def mpi_rendezvous(url: str, timeout: timedelta = _DEFAULT_TIMEOUT,
     Raises:
         ValueError: a rank or world size given in the url or environment differs from MPI's.
     """
-    from ..communication.group import world_comm
+    from ..communication.mpi.group import world_comm
     from .store import MPIStore
 
     rank, size = world_comm.rank, world_comm.size

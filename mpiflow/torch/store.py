@@ -53,17 +53,17 @@ __all__ = ["MPIStore"]
 
 # The wire: rank 0's table and server, the clients (store_service.py).
 from .store_service import (
-    _APPLY,
-    _BYE_WAIT,
-    _EXIT_GRACE,
+    APPLY,
+    BYE_WAIT,
+    EXIT_GRACE,
+    Client,
+    Op,
+    Server,
+    Table,
     Value,
-    _as_bytes,
-    _Client,
-    _Op,
-    _poller,
-    _Server,
-    _stay_forever,
-    _Table,
+    as_bytes,
+    poller,
+    stay_forever,
 )
 
 _open: set[MPIStore] = set()
@@ -125,9 +125,9 @@ class MPIStore(dist.Store):
         self._size = base.Get_size()
         self._closed = False
         self._exiting = False  # closed by the exit hook
-        self._table: _Table | None = None
-        self._server: _Server | None = None
-        self._client: _Client | None = None
+        self._table: Table | None = None
+        self._server: Server | None = None
+        self._client: Client | None = None
         private = base.Dup() if self._size > 1 else None  # collective
         token = 0
         if private is not None:
@@ -140,13 +140,13 @@ class MPIStore(dist.Store):
             private.Bcast([token_bytes, MPI.BYTE], root=0)
             token = int.from_bytes(token_bytes, "little")
         if self._rank == 0:
-            self._table = _Table(_poller.wake)
+            self._table = Table(poller.wake)
             if private is not None:
-                self._server = _Server(private, self._table, token)
-                _poller.add(self._server)
+                self._server = Server(private, self._table, token)
+                poller.add(self._server)
         else:
             assert private is not None  # a rank other than 0: there are two ranks at least
-            self._client = _Client(private, token)
+            self._client = Client(private, token)
         _open.difference_update([s for s in _open if s._finished()])
         _open.add(self)
 
@@ -172,22 +172,22 @@ class MPIStore(dist.Store):
             f"(MPIStore on rank {self._rank} of {self._size}: no rank set "
             f"{'it' if len(keys) == 1 else 'them all'} in time)")
 
-    def _no_answer(self, op: _Op) -> Callable[[], Exception]:
+    def _no_answer(self, op: Op) -> Callable[[], Exception]:
         seconds = self._seconds(None)
         return lambda: dist.DistStoreError(
             f"MPIStore: rank 0 did not answer {op.name.lower()} within {seconds:g} s on "
             f"rank {self._rank} (has rank 0 closed the store or exited?)")
 
-    def _call(self, op: _Op, *args: Any) -> Any:
+    def _call(self, op: Op, *args: Any) -> Any:
         """Run a request that never waits for keys, here (rank 0) or on rank 0."""
         if self._client is not None:
             deadline = time.monotonic() + self._seconds(None)
             return self._client.request(op, args, deadline, self._no_answer(op))
         table = self._local_table()
         with table.cond:
-            return _APPLY[op](table, *args)
+            return APPLY[op](table, *args)
 
-    def _local_table(self) -> _Table:
+    def _local_table(self) -> Table:
         if self._closed or self._table is None:
             raise self._closed_error()
         return self._table
@@ -200,7 +200,7 @@ class MPIStore(dist.Store):
             # A zero timeout asks once; a positive one parks the lookup on rank 0.
             park = seconds > 0
             values = self._client.request(
-                _Op.LOOKUP, (keys, park),
+                Op.LOOKUP, (keys, park),
                 deadline if park else time.monotonic() + self._seconds(None),
                 lambda: self._timeout_error(keys, seconds))
             if values is None:
@@ -220,7 +220,7 @@ class MPIStore(dist.Store):
                 if left <= 0:
                     raise self._timeout_error(keys, seconds)
                 table.cond.wait(left)
-        _stay_forever()  # closed by the exit hook; outside the lock, which rank 0's thread needs
+        stay_forever()  # closed by the exit hook; outside the lock, which rank 0's thread needs
 
     # -- the Store interface ----------------------------------------------------------------
 
@@ -231,7 +231,7 @@ class MPIStore(dist.Store):
             key: the key.
             value: bytes, or str (stored UTF-8 encoded).
         """
-        self._call(_Op.SET, key, _as_bytes(value))
+        self._call(Op.SET, key, as_bytes(value))
 
     def get(self, key: str) -> bytes:
         """The value of ``key``, waiting for it to be set for at most the store's timeout.
@@ -260,7 +260,7 @@ class MPIStore(dist.Store):
         Raises:
             ValueError: the key holds something that is not an integer.
         """
-        return int(self._call(_Op.ADD, key, int(value)))
+        return int(self._call(Op.ADD, key, int(value)))
 
     def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
         """Set ``key`` to ``desired_value`` if it holds ``expected_value``, as TCPStore does.
@@ -277,8 +277,8 @@ class MPIStore(dist.Store):
             The value of the key after the call (``expected_value`` for a missing key that
             was not set).
         """
-        return bytes(self._call(_Op.COMPARE_SET, key, _as_bytes(expected_value),
-                                _as_bytes(desired_value)))
+        return bytes(self._call(Op.COMPARE_SET, key, as_bytes(expected_value),
+                                as_bytes(desired_value)))
 
     def delete_key(self, key: str) -> bool:
         """Delete ``key``.
@@ -289,7 +289,7 @@ class MPIStore(dist.Store):
         Returns:
             Whether the key existed.
         """
-        return bool(self._call(_Op.DELETE, key))
+        return bool(self._call(Op.DELETE, key))
 
     def num_keys(self) -> int:
         """The number of keys in the store (every prefix's).
@@ -297,7 +297,7 @@ class MPIStore(dist.Store):
         Returns:
             The number of keys.
         """
-        return int(self._call(_Op.NUM_KEYS))
+        return int(self._call(Op.NUM_KEYS))
 
     def check(self, keys: list[str]) -> bool:
         """Whether every key of ``keys`` exists, without waiting.
@@ -308,7 +308,7 @@ class MPIStore(dist.Store):
         Returns:
             True if all exist (also for no keys).
         """
-        return bool(self._call(_Op.CHECK, list(keys)))
+        return bool(self._call(Op.CHECK, list(keys)))
 
     def wait(self, keys: list[str], timeout: timedelta | None = None) -> None:
         """Wait until every key of ``keys`` exists.
@@ -329,7 +329,7 @@ class MPIStore(dist.Store):
             key: the key.
             value: bytes, or str (UTF-8 encoded).
         """
-        self._call(_Op.APPEND, key, _as_bytes(value))
+        self._call(Op.APPEND, key, as_bytes(value))
 
     def multi_get(self, keys: list[str]) -> list[bytes]:
         """The values of ``keys``, waiting for them all for at most the store's timeout.
@@ -357,7 +357,7 @@ class MPIStore(dist.Store):
         """
         if len(keys) != len(values):
             raise ValueError(f"MPIStore.multi_set: {len(keys)} keys but {len(values)} values")
-        self._call(_Op.MULTI_SET, list(keys), [_as_bytes(v) for v in values])
+        self._call(Op.MULTI_SET, list(keys), [as_bytes(v) for v in values])
 
     def has_extended_api(self) -> bool:
         """Whether append, multi_get and multi_set are native (they are).
@@ -403,17 +403,17 @@ class MPIStore(dist.Store):
             self._closed = True
             if self._table is not None and not exiting:
                 # Waiters in other threads see `closed` and raise. (At exit they are left
-                # waiting, silently, as _stay_forever explains: they never touch MPI.)
+                # waiting, silently, as stay_forever explains: they never touch MPI.)
                 with self._table.cond:
                     self._table.cond.notify_all()
             if self._client is not None:
-                self._client.close(min(self._seconds(None), _BYE_WAIT), exiting)
+                self._client.close(min(self._seconds(None), BYE_WAIT), exiting)
             if self._server is not None:
                 # At exit rank 0 serves the ranks still using the store for a bounded time:
                 # one that vanished without saying goodbye must not hold the job for the
                 # store's whole timeout (30 minutes for the rendezvous's).
                 grace = max(self._seconds(None), 0.0)
-                self._server.close(min(grace, _EXIT_GRACE) if exiting else grace)
+                self._server.close(min(grace, EXIT_GRACE) if exiting else grace)
         if join and self._server is not None:
             self._server.join()
         if self._finished():

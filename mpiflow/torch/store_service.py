@@ -30,8 +30,8 @@ _SLEEPY_AFTER = 1.0
 _GROWTH = 1.5  # per idle poll
 _HOT = 0.02  # rank 0 polls at the fastest for this long after each request: the next one
 # usually follows at once (a rendezvous is a burst of set, get, add)
-_BYE_WAIT = 10.0  # longest a closing rank waits for rank 0 to acknowledge its goodbye
-_EXIT_GRACE = 30.0  # longest rank 0 serves, at exit, the ranks that have not said goodbye
+BYE_WAIT = 10.0  # longest a closing rank waits for rank 0 to acknowledge its goodbye
+EXIT_GRACE = 30.0  # longest rank 0 serves, at exit, the ranks that have not said goodbye
 _DRAIN_WAIT = 1.0  # longest a closing rank waits for its own calls and sends to finish
 _REQUEST_TAG = 0  # requests go to rank 0 with this tag; each answer has a tag of its own
 
@@ -48,7 +48,7 @@ _request_ids = itertools.count(1)
 Value = str | bytes | bytearray | memoryview
 
 
-class _Op(enum.IntEnum):
+class Op(enum.IntEnum):
     """What a request asks rank 0 to do (it travels in the message, so it is a small int)."""
 
     SET = enum.auto()
@@ -64,7 +64,7 @@ class _Op(enum.IntEnum):
     BYE = enum.auto()  # this rank has closed its store
 
 
-def _as_bytes(value: Value) -> bytes:
+def as_bytes(value: Value) -> bytes:
     """A store value as bytes: str is UTF-8 encoded, as TCPStore's Python binding does."""
     if isinstance(value, str):
         return value.encode()
@@ -75,7 +75,7 @@ def _as_bytes(value: Value) -> bytes:
 _INTEGER = re.compile(rb"\s*([+-]?\d+)")
 
 
-class _Table:
+class Table:
     """The key-value data on rank 0, shared by rank 0's own calls and the server thread.
 
     Every change bumps :attr:`version`, wakes the local waiters and sets ``wake``, which the
@@ -149,15 +149,15 @@ class _Table:
 
 # The operations that never wait, by request code: the same table serves rank 0's own calls
 # and the server thread.
-_APPLY: dict[_Op, Callable[..., Any]] = {
-    _Op.SET: _Table.set,
-    _Op.ADD: _Table.add,
-    _Op.COMPARE_SET: _Table.compare_set,
-    _Op.DELETE: _Table.delete,
-    _Op.NUM_KEYS: _Table.num_keys,
-    _Op.CHECK: _Table.check,
-    _Op.APPEND: _Table.append,
-    _Op.MULTI_SET: _Table.multi_set,
+APPLY: dict[Op, Callable[..., Any]] = {
+    Op.SET: Table.set,
+    Op.ADD: Table.add,
+    Op.COMPARE_SET: Table.compare_set,
+    Op.DELETE: Table.delete,
+    Op.NUM_KEYS: Table.num_keys,
+    Op.CHECK: Table.check,
+    Op.APPEND: Table.append,
+    Op.MULTI_SET: Table.multi_set,
 }
 
 
@@ -184,15 +184,15 @@ class _Parked:
     keys: list[str]
 
 
-class _Server:
+class Server:
     """Rank 0's side of one store: answers the other ranks' requests on its communicator.
 
-    It owns no thread: :data:`_poller`'s one thread polls every store of the process, so an
+    It owns no thread: :data:`poller`'s one thread polls every store of the process, so an
     idle process pays for one polling thread however many stores it made (a program may make
     one per ``init_process_group`` and close none of them before its exit).
     """
 
-    def __init__(self, comm: MPI.Comm, table: _Table, token: int) -> None:
+    def __init__(self, comm: MPI.Comm, table: Table, token: int) -> None:
         self.comm = comm
         self.table = table
         self.token = token
@@ -253,14 +253,14 @@ class _Server:
         token, op, tag, request_id, args = request
         if token != self.token:
             return  # left over from an earlier store whose communicator had the same context
-        if op == _Op.BYE:
+        if op == Op.BYE:
             self.gone.add(source)
             self.parked = [p for p in self.parked if p.source != source]
             self._reply(source, tag, request_id, None, None)
-        elif op == _Op.CANCEL:
+        elif op == Op.CANCEL:
             self.parked = [p for p in self.parked
                            if (p.source, p.request_id) != (source, args[0])]
-        elif op == _Op.LOOKUP:
+        elif op == Op.LOOKUP:
             keys, park = args
             with self.table.cond:
                 values = self.table.lookup(keys)
@@ -271,7 +271,7 @@ class _Server:
         else:
             try:
                 with self.table.cond:
-                    result = _APPLY[_Op(op)](self.table, *args)
+                    result = APPLY[Op(op)](self.table, *args)
             except Exception as error:  # the caller's to handle: it is raised there
                 self._reply(source, tag, request_id, error, None)
             else:
@@ -298,11 +298,11 @@ class _Poller:
 
     def __init__(self) -> None:
         self.wake = threading.Event()  # set by any change to a table, or a close
-        self._servers: list[_Server] = []
+        self._servers: list[Server] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def add(self, server: _Server) -> None:
+    def add(self, server: Server) -> None:
         """Serve ``server`` too (starts the thread if it is not running)."""
         with self._lock:
             self._servers.append(server)
@@ -343,11 +343,11 @@ class _Poller:
             delay = _MIN_DELAY if woken or idle < _HOT else _next_delay(delay, idle)
 
 
-_poller = _Poller()
+poller = _Poller()
 _NEVER = threading.Event()  # never set
 
 
-def _stay_forever() -> NoReturn:
+def stay_forever() -> NoReturn:
     """Where a call waiting in another thread goes when the interpreter exits.
 
     Only daemon threads are left then (Python waits for the others before the exit hooks), and
@@ -359,7 +359,7 @@ def _stay_forever() -> NoReturn:
     raise AssertionError("unreachable: the event is never set")
 
 
-class _Client:
+class Client:
     """A rank other than 0: sends requests to rank 0 and polls for each answer."""
 
     def __init__(self, comm: MPI.Comm, token: int) -> None:
@@ -380,7 +380,7 @@ class _Client:
             self._last_tag = self._last_tag % self._tag_ub + 1
             return self._last_tag, next(_request_ids)
 
-    def request(self, op: _Op, args: tuple[Any, ...], deadline: float,
+    def request(self, op: Op, args: tuple[Any, ...], deadline: float,
                 on_timeout: Callable[[], Exception]) -> Any:
         """Send one request to rank 0 and wait for its answer until ``deadline``."""
         tag, request_id = self._ticket()
@@ -407,7 +407,7 @@ class _Client:
                     if self.exiting:
                         with self._lock:
                             self.inflight -= 1  # the `finally` below never runs
-                        _stay_forever()
+                        stay_forever()
                     raise dist.DistStoreError(
                         f"MPIStore: the store was closed on rank {self.rank} during a call")
                 now = time.monotonic()
@@ -420,15 +420,15 @@ class _Client:
             with self._lock:
                 self.inflight -= 1
 
-    def _send(self, op: _Op, tag: int, request_id: int, args: tuple[Any, ...]) -> MPI.Request:
+    def _send(self, op: Op, tag: int, request_id: int, args: tuple[Any, ...]) -> MPI.Request:
         return self.comm.isend((self.token, int(op), tag, request_id, args), dest=0,
                                tag=_REQUEST_TAG)
 
-    def _forget(self, send: MPI.Request, op: _Op, request_id: int) -> None:
+    def _forget(self, send: MPI.Request, op: Op, request_id: int) -> None:
         """Give up on a request: tell rank 0 to drop it if it is parked there."""
         self.sends.append(send)
-        if op == _Op.LOOKUP:
-            self.sends.append(self._send(_Op.CANCEL, 0, 0, (request_id,)))
+        if op == Op.LOOKUP:
+            self.sends.append(self._send(Op.CANCEL, 0, 0, (request_id,)))
         self.sends = [r for r in self.sends if not r.Test()]
 
     def close(self, bye_wait: float, exiting: bool = False) -> None:
@@ -436,7 +436,7 @@ class _Client:
 
         Args:
             bye_wait: how long to wait for rank 0's acknowledgement of the goodbye.
-            exiting: closed by the exit hook (see :func:`_stay_forever`).
+            exiting: closed by the exit hook (see :func:`stay_forever`).
         """
         with self._lock:
             if self.closed:
@@ -449,7 +449,7 @@ class _Client:
         while self.inflight and time.monotonic() < deadline:
             time.sleep(_MAX_DELAY)  # each running call polls, sees `closed` and leaves
         tag, request_id = self._ticket()
-        self.sends.append(self._send(_Op.BYE, tag, request_id, ()))
+        self.sends.append(self._send(Op.BYE, tag, request_id, ()))
         deadline = time.monotonic() + bye_wait
         while time.monotonic() < deadline:
             message = self.comm.improbe(0, tag)

@@ -15,7 +15,7 @@ import numpy
 import pytest
 
 import mpiflow as flow
-from mpiflow.communication.objects import all_gather_object
+from mpiflow.communication.collectives.objects import all_gather_object
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 

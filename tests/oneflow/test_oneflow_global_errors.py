@@ -17,7 +17,7 @@ import pytest
 from oneflow_case import RANK, SIZE, exactly, on_every_rank
 
 import mpiflow as flow
-import mpiflow._layout as layout_module
+import mpiflow.tensors.conversion as layout_module
 
 pytestmark = pytest.mark.mpi
 

@@ -8,7 +8,7 @@ Examples:
 
 from __future__ import annotations
 
-from ..._tensor import Tensor
+from ...tensors.tensor import Tensor
 from .. import functional as F
 from .module import Module
 

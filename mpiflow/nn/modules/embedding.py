@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._tensor import Tensor
 from ...autograd import no_grad
-from ...creation import empty
+from ...tensors.creation import empty
+from ...tensors.tensor import Tensor
 from .. import functional as F
 from .. import init
 from .module import Module, Parameter

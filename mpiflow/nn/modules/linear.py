@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..._tensor import Tensor
-from ...creation import empty
 from ...ops.shape import flatten
+from ...tensors.creation import empty
+from ...tensors.tensor import Tensor
 from .. import functional as F
 from .. import init
 from .module import Module, Parameter

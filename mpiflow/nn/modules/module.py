@@ -22,11 +22,11 @@ from typing import Any, NamedTuple, TypeVar
 import numpy
 
 from ... import dtypes as _dtypes
-from ..._tensor import Tensor
 from ...autograd import no_grad
-from ...placement import Placement
-from ...sbp import Broadcast, SbpParallel
-from ._convert import check_value, copy_into, globalize, swap
+from ...layouts.placement import Placement
+from ...layouts.sbp import Broadcast, SbpParallel
+from ...tensors.tensor import Tensor
+from .convert import check_value, copy_into, globalize, swap
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "RemovableHandle"]
 

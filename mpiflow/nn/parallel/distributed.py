@@ -3,7 +3,7 @@
 ``DistributedDataParallel`` follows OneFlow: it broadcasts the parameters from rank 0 when it
 wraps a module and returns *the module itself* (so ``m.w`` and custom attributes keep working).
 The parameters are grouped into buckets (reverse registration order, one dtype each), each with
-one flat buffer (:class:`~mpiflow.parallel.flat.FlatGradients`). By default every parameter's
+one flat buffer (:class:`~mpiflow.parallel.bucket_view.FlatGradients`). By default every parameter's
 ``.grad`` is a view of its slice of that buffer (PyTorch's ``gradient_as_bucket_view``), so
 backward accumulates straight into the bucket and the bucket is all-reduced in place; with
 ``gradient_as_bucket_view=False`` each gradient is copied into its bucket once autograd has
@@ -25,13 +25,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..._tensor import Tensor
 from ...autograd.graph import is_grad_enabled, queue_callback
 from ...communication import ReduceOp, Work
-from ...communication.collectives import resolve_group
-from ...communication.group import ProcessGroup
-from ...parallel.flat import FlatGradients
+from ...communication.collectives.torch_api import resolve_group
+from ...communication.mpi.group import ProcessGroup
+from ...parallel.bucket_view import FlatGradients
 from ...parallel.sync import sync_initial_weights
+from ...tensors.tensor import Tensor
 
 __all__ = ["DistributedDataParallel"]
 
@@ -176,7 +176,7 @@ class _Reducer:
             self._copy_back()
 
     def _copy_back(self) -> None:
-        from ...creation import zeros_like
+        from ...tensors.creation import zeros_like
 
         for bucket in self.buckets:
             for index, offset, size in zip(bucket.members, bucket.offsets, bucket.sizes):

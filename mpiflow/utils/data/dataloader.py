@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy
 
-from ..._tensor import Tensor
 from ...core.array_module import array_module
+from ...tensors.tensor import Tensor
 from .dataset import Dataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy
 
-from ..._tensor import Tensor
+from ...tensors.tensor import Tensor
 
 __all__ = ["Dataset", "Subset", "TensorDataset"]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sized
 
 import numpy
 
-from ..._runtime import topology
+from ...runtime import topology
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]

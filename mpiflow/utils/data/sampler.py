@@ -45,7 +45,7 @@ def permutation(n: int, generator: numpy.random.Generator | None = None) -> list
     (counter-based) generator, so that ranks making the same calls draw the same order."""
     if generator is not None:
         return [int(i) for i in generator.permutation(n)]
-    from ...random import randperm
+    from ...tensors.random import randperm
 
     return [int(i) for i in randperm(n).numpy()]
 

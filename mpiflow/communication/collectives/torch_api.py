@@ -1,0 +1,676 @@
+"""Collectives and point-to-point with PyTorch's ``torch.distributed`` signatures and semantics.
+
+Every function takes numpy arrays, mpiflow tensors, CuPy arrays or ``torch.Tensor``s, works in
+place where PyTorch does, and checks its arguments on the calling rank before anything is sent:
+a wrong rank, a list of the wrong length or a mismatched shape raises ``ValueError``, a wrong
+type or an op the dtype lacks raises ``TypeError``. ``src``/``dst`` are world ranks;
+``group=None`` is the whole world, and on a rank outside ``group`` every call does nothing (as
+in PyTorch).
+
+torch tensors travel zero-copy through their own memory (strided ones are staged and written
+back by the MPI layer); bfloat16 and the other dtypes numpy lacks are reduced through a float32
+copy rounded back once, and CUDA tensors go through CuPy or pinned host memory
+(:mod:`..core.torch_arrays`). Such copies are written back once the operation completes: at return,
+or for ``async_op=True`` when the :class:`Work` completes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy
+from mpi4py import MPI
+
+from ...core.array_module import array_module
+from ...core.buffers import as_buffer
+from ...core.deterministic import are_deterministic_algorithms_enabled as _deterministic
+from ...core.reduce_op import ReduceOp, check_reduce_dtype
+from ...core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
+from ..mpi.communicator import MessageSizeError, check_tag, p2p_error
+from ..mpi.group import ProcessGroup, world_comm, world_group
+from ..mpi.interface import Communicator, Work
+from ..watchdog.skew import skipped
+from . import deterministic
+
+__all__ = [
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "gather",
+    "irecv",
+    "isend",
+    "recv",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "send",
+]
+
+# The world's blocking calls on plain numpy arrays: each function below tries these first
+# (they return False, doing nothing, for anything but the common valid case).
+_fast = world_comm.fast
+
+
+def resolve_group(group: ProcessGroup | None) -> ProcessGroup:
+    """Return ``group``, or the world group for None, checking its type.
+
+    Raises:
+        RuntimeError: ``group`` was destroyed (``destroy_process_group``), on every rank.
+    """
+    if group is None:
+        return world_group
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a group from new_group() or None, got {group!r}")
+    if group.destroyed:
+        raise RuntimeError(f"{group.describe()} was destroyed by destroy_process_group(); "
+                           "make a new one with new_group()")
+    return group
+
+
+def _group_comm(group: ProcessGroup | None) -> Communicator | None:
+    """The communicator of ``group`` (the world's for None); None on a non-member."""
+    return world_comm if group is None else resolve_group(group).comm
+
+
+def _failed(comm: Communicator, operation: str, error: BaseException) -> None:
+    """This rank's checks of ``operation`` raised ``error`` before it took part.
+
+    In debug mode the other ranks learn of it (they are about to compare the call's
+    arguments) and every rank raises, instead of running the collective without this one.
+    Without it, the group is marked and the error announced (:mod:`.skew`): the next call on
+    it runs only once every rank has raised too.
+    """
+    failed = getattr(comm, "failed", None)
+    if failed is not None:
+        failed(operation, error)
+    else:
+        skipped(comm, operation, error)
+
+
+def _skipped(async_op: bool) -> Work | None:
+    return Work() if async_op else None
+
+
+def _finish(work: Work | None, async_op: bool, post: Post | None) -> Work | None:
+    """Run ``post`` once the operation has completed: now, or when ``work`` completes."""
+    if async_op:
+        assert work is not None
+        return work if post is None else work.then(post)
+    if post is not None:
+        post()
+    return None
+
+
+def buffer_arg(obj: Any, what: str, write: bool = False) -> tuple[Any, Post | None]:
+    """The array behind an argument that is moved, not reduced, and the step that finishes it.
+
+    Args:
+        obj: a numpy array, a registered array-like or a torch tensor.
+        what: the argument's name, for errors.
+        write: the operation writes into ``obj`` (a CUDA tensor's staged copy is copied back).
+
+    Returns:
+        ``(array, post)``: ``post`` is None or must run after the operation has completed.
+    """
+    if type(obj) is numpy.ndarray:
+        return obj, None
+    if is_torch_tensor(obj):
+        return stage(obj, what, write=write)
+    return as_buffer(obj, what), None
+
+
+def _reduce_arg(obj: Any, what: str, op: ReduceOp, write: bool) -> tuple[Any, Post | None]:
+    """As :func:`buffer_arg` for an operand of a reduction: a tensor of a dtype numpy lacks
+    (bfloat16) becomes a float32 (complex64) copy, never its bits, rounded back by ``post``."""
+    if type(obj) is numpy.ndarray:
+        return obj, None
+    if not is_torch_tensor(obj):
+        return as_buffer(obj, what), None
+    array, post = stage(obj, what, reduce=True, write=write)
+    if numpy_dtype(obj.dtype) is None:
+        # The communicator checks ``op`` against the wider dtype; name the tensor's own.
+        try:
+            check_reduce_dtype(op, array.dtype)
+        except TypeError as exc:
+            raise TypeError(f"{what} is a {obj.dtype} tensor (reduced as {array.dtype}): "
+                            f"{exc}") from None
+    return array, post
+
+
+def list_args(objs: Any, what: str, write: bool = False, reduce: ReduceOp | None = None
+               ) -> tuple[list[Any], Post | None]:
+    """The arrays behind a list of arguments (see :func:`buffer_arg`), and the steps finishing them.
+
+    Args:
+        objs: a list or tuple of arrays or tensors.
+        what: the list's name, for errors.
+        write: the operation writes into the entries.
+        reduce: the op, when the entries are reduced.
+    """
+    if not isinstance(objs, (list, tuple)):
+        raise TypeError(f"{what} must be a list of arrays or tensors, got {type(objs).__name__}")
+    arrays, posts = [], []
+    for i, obj in enumerate(objs):
+        array, post = (buffer_arg(obj, f"{what}[{i}]", write) if reduce is None
+                       else _reduce_arg(obj, f"{what}[{i}]", reduce, write))
+        arrays.append(array)
+        posts.append(post)
+    return arrays, chain(*posts)
+
+
+def _check_torch_dtypes(objs: Sequence[Any], what: str) -> None:
+    """Raise ``TypeError`` when the torch tensors among ``objs`` differ in dtype.
+
+    bfloat16 and float16 tensors, say, become arrays of different dtypes, but bfloat16 and
+    int16 ones both become int16 arrays: only torch's own dtypes tell those apart.
+    """
+    dtypes = {o.dtype for o in objs if is_torch_tensor(o)}
+    if len(dtypes) > 1:
+        raise TypeError(f"{what} need one dtype, got tensors of {sorted(map(str, dtypes))}")
+
+
+def _check_like(bufs: Sequence[Any], size: int, like: Any, what: str) -> None:
+    if len(bufs) != size:
+        raise ValueError(f"{what} must have one entry per rank of the group ({size}), "
+                         f"got {len(bufs)}")
+    for i, b in enumerate(bufs):
+        if b.shape != like.shape:
+            raise ValueError(f"{what}[{i}] has shape {tuple(b.shape)}, expected "
+                             f"{tuple(like.shape)}")
+        if b.dtype != like.dtype:
+            raise TypeError(f"{what}[{i}] has dtype {b.dtype}, expected {like.dtype}")
+
+
+def _copy_out(outs: Sequence[Any], stacked: Any) -> Callable[[], None]:
+    def post() -> None:
+        for out, part in zip(outs, stacked):
+            out[...] = part
+
+    return post
+
+
+def _stack(comm: Communicator, bufs: Sequence[Any], like: Any) -> Any:
+    stacked = array_module(like).empty((len(bufs), *like.shape), dtype=like.dtype)
+    for i, b in enumerate(bufs):
+        stacked[i] = b
+    return stacked
+
+
+def _check_concat_shape(big: Any, small: Any, size: int, what: str) -> None:
+    bshape, sshape = big.shape, small.shape
+    # Fast path for the common, valid concatenated layout: as many dims, dim 0
+    # ``size`` times as long, the other dims equal. Anything else takes the full check below.
+    if (sshape and len(bshape) == len(sshape) and bshape[0] == size * sshape[0]
+            and bshape[1:] == sshape[1:] and big.dtype == small.dtype):
+        return
+    stacked = (size, *small.shape)
+    concat = (size * small.shape[0], *small.shape[1:]) if small.ndim else stacked
+    if tuple(big.shape) not in (stacked, concat):
+        raise ValueError(f"{what} has shape {tuple(big.shape)}; with {size} ranks it must be "
+                         f"{concat} (concatenated) or {stacked} (stacked)")
+    if big.dtype != small.dtype:
+        raise TypeError(f"{what} has dtype {big.dtype}, expected {small.dtype}")
+
+
+def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
+    """Reduce ``tensor`` over the group, in place on every rank.
+
+    Args:
+        tensor: array or tensor; holds the result afterwards.
+        op: a :class:`ReduceOp` (AVG needs a floating dtype; bitwise ops an integer one).
+        group: the group, None for the world.
+        async_op: return a :class:`Work` instead of blocking.
+
+    Examples:
+        >>> x = numpy.ones(3)
+        >>> dist.all_reduce(x)        # x == world_size everywhere
+    """
+    if group is None and not async_op and not _deterministic() and _fast.all_reduce(tensor, op):
+        return None
+    comm = world_comm if group is None else resolve_group(group).comm
+    if comm is None:
+        return _skipped(async_op)
+    try:
+        buf, post = _reduce_arg(tensor, "tensor", op, write=True)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_reduce", exc)
+        raise
+    if deterministic.wanted(buf, op):
+        deterministic.all_reduce(comm, buf, op)
+        return _finish(Work() if async_op else None, async_op, post)
+    return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
+
+
+def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
+              async_op: bool = False) -> Work | None:
+    """Copy world rank ``src``'s ``tensor`` into ``tensor`` on every rank of the group."""
+    if group is None and not async_op and _fast.broadcast(tensor, src):
+        return None  # the world's ranks are the world ranks: src needs no translation
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    try:
+        root = g.group_rank(src, "src")
+        buf, post = buffer_arg(tensor, "tensor", write=g.comm.rank != root)
+    except (ValueError, TypeError) as exc:
+        _failed(g.comm, "broadcast", exc)
+        raise
+    return _finish(g.comm.broadcast(buf, root, async_op), async_op, post)
+
+
+def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
+           group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Reduce ``tensor`` over the group into ``tensor`` on ``dst`` (others keep theirs)."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    try:
+        root = g.group_rank(dst, "dst")
+        buf, post = _reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
+    except (ValueError, TypeError) as exc:
+        _failed(g.comm, "reduce", exc)
+        raise
+    if deterministic.wanted(buf, op):
+        deterministic.reduce(g.comm, buf, op, root)
+        return _finish(Work() if async_op else None, async_op, post)
+    return _finish(g.comm.reduce(buf, op, root, async_op), async_op, post)
+
+
+def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
+    """Fill ``tensor_list[i]`` with rank ``i``'s ``tensor`` on every rank of the group.
+
+    Examples:
+        >>> out = [numpy.empty(2) for _ in range(dist.get_world_size())]
+        >>> dist.all_gather(out, numpy.full(2, float(dist.get_rank())))
+    """
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    try:
+        buf, in_post = buffer_arg(tensor, "tensor")
+        outs, out_post = list_args(tensor_list, "tensor_list", write=True)
+        _check_like(outs, comm.size, buf, "tensor_list")
+        _check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_gather", exc)
+        raise
+    stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
+    work = comm.all_gather(buf, stacked, async_op)
+    return _finish(work, async_op, chain(in_post, _copy_out(outs, stacked), out_post))
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
+                           group: ProcessGroup | None = None,
+                           async_op: bool = False) -> Work | None:
+    """Gather every rank's ``input_tensor`` into ``output_tensor``, concatenated or stacked.
+
+    ``output_tensor`` has shape ``(world * n, ...)`` or ``(world, n, ...)`` for an input of
+    shape ``(n, ...)``.
+    """
+    if group is None and not async_op and _fast.all_gather(input_tensor, output_tensor):
+        return None
+    comm = _group_comm(group)
+    if comm is None:
+        return _skipped(async_op)
+    try:
+        out, out_post = buffer_arg(output_tensor, "output_tensor", write=True)
+        inp, in_post = buffer_arg(input_tensor, "input_tensor")
+        _check_concat_shape(out, inp, comm.size, "output_tensor")
+        _check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_gather", exc)
+        raise
+    return _finish(comm.all_gather(inp, out, async_op), async_op, chain(in_post, out_post))
+
+
+def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
+           group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Collect every rank's ``tensor`` into ``gather_list`` on ``dst`` (ignored elsewhere)."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    try:
+        root = g.group_rank(dst, "dst")
+        buf, post = buffer_arg(tensor, "tensor")
+        stacked = None
+        if comm.rank == root:
+            if gather_list is None:
+                raise ValueError("gather_list is required on the destination rank")
+            outs, out_post = list_args(gather_list, "gather_list", write=True)
+            _check_like(outs, comm.size, buf, "gather_list")
+            _check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
+            stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
+            post = chain(post, _copy_out(outs, stacked), out_post)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "gather", exc)
+        raise
+    work = comm.gather(buf, stacked, root, async_op)
+    return _finish(work, async_op, post)
+
+
+def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
+            group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Give rank ``i`` the array ``scatter_list[i]`` of ``src``, into ``tensor``."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    try:
+        root = g.group_rank(src, "src")
+        buf, post = buffer_arg(tensor, "tensor", write=True)
+        send = None
+        if comm.rank == root:
+            if scatter_list is None:
+                raise ValueError("scatter_list is required on the source rank")
+            ins, in_post = list_args(scatter_list, "scatter_list")
+            _check_like(ins, comm.size, buf, "scatter_list")
+            _check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
+            send = _stack(comm, ins, buf)
+            post = chain(in_post, post)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "scatter", exc)
+        raise
+    return _finish(comm.scatter(send, buf, root, async_op), async_op, post)
+
+
+def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.SUM,
+                   group: ProcessGroup | None = None, async_op: bool = False
+                   ) -> Work | None:
+    """Reduce ``input_list[i]`` over the group into ``output`` on rank ``i``."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    try:
+        out, out_post = _reduce_arg(output, "output", op, write=True)
+        ins, in_post = list_args(input_list, "input_list", reduce=op)
+        _check_like(ins, g.comm.size, out, "input_list")
+        _check_torch_dtypes([output, *input_list], "output and input_list")
+    except (ValueError, TypeError) as exc:
+        _failed(g.comm, "reduce_scatter", exc)
+        raise
+    if deterministic.wanted(out, op):
+        deterministic.reduce_scatter(g.comm, _stack(g.comm, ins, out), out, op)
+        return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
+    work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
+    return _finish(work, async_op, chain(in_post, out_post))
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
+                          group: ProcessGroup | None = None, async_op: bool = False
+                          ) -> Work | None:
+    """Reduce ``input`` (``world`` chunks along dim 0, or stacked) and keep chunk ``rank``.
+
+    Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
+    """
+    if group is None and not async_op and not _deterministic() and \
+            _fast.reduce_scatter(input, output, op):
+        return None
+    comm = _group_comm(group)
+    if comm is None:
+        return _skipped(async_op)
+    try:
+        out, out_post = _reduce_arg(output, "output", op, write=True)
+        inp, in_post = _reduce_arg(input, "input", op, write=False)
+        _check_concat_shape(inp, out, comm.size, "input")
+        _check_torch_dtypes([output, input], "output and input")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "reduce_scatter", exc)
+        raise
+    if deterministic.wanted(out, op):
+        deterministic.reduce_scatter(comm, inp, out, op)
+        return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
+    work = comm.reduce_scatter(inp, out, op, async_op)
+    return _finish(work, async_op, chain(in_post, out_post))
+
+
+def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
+               group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Send ``input_tensor_list[i]`` to rank ``i``; receive rank ``i``'s into
+    ``output_tensor_list[i]``. Entries may differ in size."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    comm = g.comm
+    try:
+        outs, out_post = list_args(output_tensor_list, "output_tensor_list", write=True)
+        ins, in_post = list_args(input_tensor_list, "input_tensor_list")
+        for what, bufs in (("output_tensor_list", outs), ("input_tensor_list", ins)):
+            if len(bufs) != comm.size:
+                raise ValueError(f"{what} must have one entry per rank of the group "
+                                 f"({comm.size}), got {len(bufs)}")
+        dtypes = {b.dtype for b in outs + ins}
+        if len(dtypes) > 1:
+            names = sorted(map(str, dtypes))
+            raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
+        _check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_to_all_v", exc)
+        raise
+    xp, dtype = array_module(ins[0]), ins[0].dtype
+    send_counts = [b.size for b in ins]
+    recv_counts = [b.size for b in outs]
+    send = xp.concatenate([b.reshape(-1) for b in ins]) if ins else xp.empty(0, dtype)
+    landing = xp.empty(sum(recv_counts), dtype=dtype)
+    # Always the "v" form: a rank whose own counts happen to be equal cannot know that the
+    # others' are, and mixing Alltoall on one rank with Alltoallv on another hangs.
+    work = comm.all_to_all_v(send, send_counts, landing, recv_counts, async_op)
+
+    def post() -> None:
+        offset = 0
+        for out in outs:
+            out[...] = landing[offset:offset + out.size].reshape(out.shape)
+            offset += out.size
+
+    return _finish(work, async_op, chain(in_post, post, out_post))
+
+
+def _split_counts(splits: Sequence[int] | None, rows: int, row: int, size: int,
+                  what: str) -> list[int]:
+    if splits is None:
+        if rows % size:
+            raise ValueError(f"{what}: dim 0 ({rows}) is not divisible by the group size "
+                             f"({size}); pass split sizes")
+        return [rows // size * row] * size
+    splits = [int(s) for s in splits]
+    if len(splits) != size or any(s < 0 for s in splits) or sum(splits) != rows:
+        raise ValueError(f"{what} must be {size} non-negative sizes summing to dim 0 ({rows}), "
+                         f"got {splits}")
+    return [s * row for s in splits]
+
+
+def all_to_all_single(output: Any, input: Any,
+                      output_split_sizes: Sequence[int] | None = None,
+                      input_split_sizes: Sequence[int] | None = None,
+                      group: ProcessGroup | None = None,
+                      async_op: bool = False) -> Work | None:
+    """Split ``input`` along dim 0 and send piece ``i`` to rank ``i``; receive into ``output``.
+
+    Without split sizes, dim 0 is split evenly; otherwise piece ``i`` has
+    ``input_split_sizes[i]`` rows and rank ``i``'s piece lands as ``output_split_sizes[i]`` rows.
+    """
+    if (group is None and not async_op and output_split_sizes is None
+            and input_split_sizes is None and _fast.all_to_all(input, output)):
+        return None
+    comm = _group_comm(group)
+    if comm is None:
+        return _skipped(async_op)
+    try:
+        out, inp, counts, post = _single_args(comm, output, input, output_split_sizes,
+                                              input_split_sizes)
+    except (ValueError, TypeError) as exc:
+        _failed(comm, "all_to_all" if output_split_sizes is None and input_split_sizes is None
+                else "all_to_all_v", exc)
+        raise
+    if counts is None:
+        return _finish(comm.all_to_all(inp, out, async_op), async_op, post)
+    scounts, rcounts = counts
+    return _finish(comm.all_to_all_v(inp, scounts, out, rcounts, async_op), async_op, post)
+
+
+def _single_args(comm: Communicator, output: Any, input: Any,
+                 output_split_sizes: Sequence[int] | None,
+                 input_split_sizes: Sequence[int] | None
+                 ) -> tuple[Any, Any, tuple[list[int], list[int]] | None, Post | None]:
+    """all_to_all_single's checked arrays, element counts (None: an even split) and post."""
+    out, out_post = buffer_arg(output, "output", write=True)
+    inp, in_post = buffer_arg(input, "input")
+    if out.ndim == 0 or inp.ndim == 0:
+        raise ValueError("all_to_all_single needs arrays with at least one dimension")
+    if out.dtype != inp.dtype:
+        raise TypeError(f"output dtype {out.dtype} differs from input dtype {inp.dtype}")
+    _check_torch_dtypes([output, input], "output and input")
+    post = chain(in_post, out_post)
+    if output_split_sizes is None and input_split_sizes is None:
+        if out.size != inp.size:
+            raise ValueError(f"output has {out.size} elements, input {inp.size}; without split "
+                             "sizes they must match")
+        _split_counts(None, inp.shape[0], 1, comm.size, "input")  # checks dim 0 divides evenly
+        return out, inp, None, post
+    in_row = math.prod(inp.shape[1:])
+    out_row = math.prod(out.shape[1:])
+    scounts = _split_counts(input_split_sizes, inp.shape[0], in_row, comm.size,
+                            "input_split_sizes")
+    rcounts = _split_counts(output_split_sizes, out.shape[0], out_row, comm.size,
+                            "output_split_sizes")
+    return out, inp, (scounts, rcounts), post
+
+
+def barrier(group: ProcessGroup | None = None, async_op: bool = False,
+            device_ids: list[int] | None = None) -> Work | None:
+    """Block until every rank of the group has entered."""
+    g = resolve_group(group)
+    if g.comm is None:
+        return _skipped(async_op)
+    return g.comm.barrier(async_op)
+
+
+def peer_rank(g: ProcessGroup, rank: int, what: str) -> int:
+    peer = g.group_rank(rank, what)
+    assert g.comm is not None
+    if peer == g.comm.rank:
+        raise ValueError(f"{what}={rank} is this process's own rank; send/recv need another rank")
+    return peer
+
+
+def _recv_error(g: ProcessGroup, exc: MessageSizeError) -> MessageSizeError:
+    """``exc`` naming the sender by its world rank and ``g``."""
+    if g is world_group or exc.source is None:
+        return exc
+    return exc.with_sender(f"rank {g.ranks[exc.source]} of {g.describe()}")
+
+
+def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
+    """Send ``tensor`` to world rank ``dst`` (blocking).
+
+    Raises:
+        ValueError: ``tag`` is outside 0..``TAG_UB``, or ``dst`` is not another rank of the
+            group; nothing is sent.
+    """
+    if group is None:
+        try:
+            if _fast.send(tensor, dst, tag):
+                return
+        except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+            raise p2p_error(exc, "send", dst, tag) from None
+    check_tag(tag)
+    g = resolve_group(group)
+    if g.comm is not None:
+        buf, post = buffer_arg(tensor, "tensor")
+        g.comm.send(buf, peer_rank(g, dst, "dst"), tag)
+        if post is not None:
+            post()
+
+
+def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
+    """Start sending ``tensor`` to world rank ``dst``; returns a :class:`Work`."""
+    check_tag(tag)
+    g = resolve_group(group)
+    if g.comm is None:
+        return Work()
+    buf, post = buffer_arg(tensor, "tensor")
+    work = _finish(g.comm.send(buf, peer_rank(g, dst, "dst"), tag, async_op=True), True, post)
+    assert work is not None
+    return work
+
+
+def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
+         tag: int = 0) -> int:
+    """Receive into ``tensor`` from world rank ``src`` (None: any); return the sender's rank.
+
+    Returns -1 on a rank outside ``group``.
+
+    Raises:
+        ValueError: the message's size differs from ``tensor``'s (the message is consumed;
+            the sender is unaffected), or ``tag`` is outside 0..``TAG_UB``. A message larger
+            than ``tensor`` is caught on every path; a smaller one on all but the world's
+            fast path (a contiguous numpy array from an int ``src``), which has no MPI status.
+    """
+    if group is None and type(src) is int and tag >= 0:  # MPICH reads tag -1 as MPI_ANY_TAG
+        try:
+            if _fast.recv(tensor, src, tag):
+                return src
+        except MPI.Exception as exc:  # a message larger than tensor, a tag above TAG_UB
+            raise p2p_error(exc, "recv", src, tag, tensor) from None
+    check_tag(tag)
+    g = resolve_group(group)
+    if g.comm is None:
+        return -1
+    source = None if src is None else peer_rank(g, src, "src")
+    buf, post = buffer_arg(tensor, "tensor", write=True)
+    try:
+        sender = g.comm.recv(buf, source, tag)
+    except MessageSizeError as exc:
+        raise _recv_error(g, exc) from None
+    if post is not None:
+        post()
+    return g.ranks[sender]
+
+
+def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
+          tag: int = 0) -> Work:
+    """Start receiving into ``tensor`` from world rank ``src`` (None: any); returns a Work.
+
+    A message whose size differs from ``tensor``'s raises ``ValueError`` from ``wait()``.
+    """
+    check_tag(tag)
+    g = resolve_group(group)
+    if g.comm is None:
+        return Work()
+    source = None if src is None else peer_rank(g, src, "src")
+    buf, post = buffer_arg(tensor, "tensor", write=True)
+    work = g.comm.irecv(buf, source, tag)
+    if g is not world_group:
+        _name_sender(work, g)
+    return work if post is None else work.then(post)
+
+
+def _name_sender(work: Work, g: ProcessGroup) -> None:
+    """Make ``work``'s size errors name the sender by its world rank and ``g``."""
+    wait_all, test_all = work._wait_all, work._test_all
+    if wait_all is None or test_all is None:
+        return
+
+    def wait(requests: Sequence[Any]) -> None:
+        try:
+            wait_all(requests)
+        except MessageSizeError as exc:
+            raise _recv_error(g, exc) from None
+
+    def test(requests: Sequence[Any]) -> bool:
+        try:
+            return test_all(requests)
+        except MessageSizeError as exc:
+            raise _recv_error(g, exc) from None
+
+    work._wait_all, work._test_all = wait, test

@@ -1,0 +1,142 @@
+"""Process groups: a set of world ranks and the communicator that connects them.
+
+Ranks given to the public functions (``src``, ``dst``) are *world* ranks, as in PyTorch; a group
+translates them to its communicator's ranks. A rank outside the group holds a group whose
+``comm`` is None, and every collective on it is a no-op there. A group released by
+``destroy_process_group`` is marked ``destroyed``: every call on it raises, members or not.
+"""
+
+from __future__ import annotations
+
+import operator
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from mpi4py import MPI
+
+from .communicator import MPICommunicator, new_communicator
+from .interface import Communicator
+
+_WORLD_SIZE = MPI.COMM_WORLD.Get_size()
+
+__all__ = ["ProcessGroup", "new_group", "world_comm", "world_group"]
+
+
+class ProcessGroup:
+    """A group of world ranks, in group-rank order, and this rank's communicator over them.
+
+    Examples:
+        >>> g = new_group([0])
+        >>> g.ranks
+        (0,)
+    """
+
+    __slots__ = ("_index", "comm", "destroyed", "ranks")
+
+    def __init__(self, ranks: Iterable[int], comm: Communicator | None) -> None:
+        self.ranks: tuple[int, ...] = tuple(int(r) for r in ranks)
+        self.comm = comm
+        self.destroyed = False  # set by destroy_process_group: calls on it raise
+        self._index = {r: i for i, r in enumerate(self.ranks)}
+
+    @property
+    def is_member(self) -> bool:
+        return self.comm is not None
+
+    def rank(self) -> int:
+        """This process's rank in the group, or -1 outside it."""
+        return -1 if self.comm is None else self.comm.rank
+
+    def size(self) -> int:
+        """The number of ranks in the group."""
+        return len(self.ranks)
+
+    def group_rank(self, world_rank: int, what: str = "rank") -> int:
+        """Translate a world rank into this group's rank, with a ``ValueError`` outside it."""
+        if isinstance(world_rank, bool):
+            raise TypeError(f"{what} must be an int rank, got {world_rank!r}")
+        try:
+            world_rank = operator.index(world_rank)  # ints and numpy integers, nothing else
+        except TypeError:
+            raise TypeError(f"{what} must be an int rank, got {world_rank!r}") from None
+        index = self._index.get(world_rank)
+        if index is None:
+            raise ValueError(f"{what}={world_rank} is not a rank of {self.describe()}")
+        return index
+
+    def describe(self) -> str:
+        """A short human-readable name, for error messages.
+
+        Only a group of every world rank is "the world"; a group of ranks 0..k of a larger
+        world is named by its ranks.
+        """
+        if len(self.ranks) == _WORLD_SIZE and self.ranks == tuple(range(_WORLD_SIZE)):
+            return f"the world (ranks 0..{_WORLD_SIZE - 1})"
+        return f"the group {list(self.ranks)}"
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(ranks={list(self.ranks)})"
+
+
+# mpiflow talks on its own duplicate of COMM_WORLD so that a user's own mpi4py messages on
+# COMM_WORLD can never match ours. MPI reports its errors there as return codes (mpi4py's
+# exceptions), whatever mpi4py.rc.errors set on COMM_WORLD, so that a failed collective becomes
+# a report naming the call (.failure); groups split from it inherit the handler.
+_world_dup = MPI.COMM_WORLD.Dup()
+_world_dup.Set_errhandler(MPI.ERRORS_RETURN)
+world_comm = new_communicator(_world_dup)
+world_group = ProcessGroup(range(world_comm.size), world_comm)
+
+
+class _Finalized:
+    """Stands in for the MPI communicators of mpiflow's groups once MPI is finalized: any use
+    raises ``RuntimeError`` where MPICH would abort the process with its own message."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"MPI is finalized: mpiflow cannot communicate after MPI.Finalize() "
+                           f"(called {name})")
+
+
+_live_comms: weakref.WeakSet[MPICommunicator] = weakref.WeakSet([world_comm])
+
+
+def _on_finalize(comm: MPI.Comm, keyval: int, value: Any) -> None:
+    """Run by MPI_Finalize (it deletes COMM_SELF's attributes first, while MPI still works):
+    send every later call of mpiflow's groups to a clear error. Costs nothing per call: the
+    fast paths are switched off and the communicators swapped, once."""
+    from .. import fast
+
+    fast.pause()  # never resumed: the fast paths call MPI directly
+    for live in list(_live_comms):
+        live.mpi_comm = _Finalized()  # type: ignore[assignment]
+
+
+_finalize_key = MPI.Comm.Create_keyval(delete_fn=_on_finalize)
+MPI.COMM_SELF.Set_attr(_finalize_key, True)
+
+
+def new_group(ranks: Iterable[int] | None = None) -> ProcessGroup:
+    """Make a group of ``ranks`` (world ranks; None = all). Collective over the whole world.
+
+    Every rank must call it with the same ranks, members or not, as in PyTorch.
+
+    Args:
+        ranks: world ranks; sorted, they give the group's rank order (as in PyTorch).
+
+    Returns:
+        The group; on non-members it has no communicator and collectives on it do nothing.
+    """
+    if ranks is None:
+        members = list(world_group.ranks)
+    else:
+        if isinstance(ranks, (str, bytes)) or not isinstance(ranks, Iterable):
+            raise TypeError(f"ranks must be a list of ints, got {ranks!r}")
+        ranks = list(ranks)
+        members = sorted(world_group.group_rank(r, "ranks entry") for r in ranks)
+        if len(set(members)) != len(members) or not members:
+            raise ValueError(f"group ranks must be distinct and non-empty, got {ranks}")
+    comm = world_comm.split(members)
+    if comm is not None:
+        _live_comms.add(comm)
+    return ProcessGroup(members, comm)

@@ -1,0 +1,71 @@
+"""The reproducibility switch: deterministic (exact, rank-count-independent) float reductions.
+
+With the switch on, ``sum``, ``mean``, ``nansum``, ``var``/``std``, ``norm``, ``dot``/``vdot`` and
+the SUM/AVG collectives on float data give the same bits for any rank count and layout (see
+``docs/reproducibility.md``). It is read by the ops and the communication layers, so it lives
+in the core. It starts from the environment variable ``MPIFLOW_DETERMINISTIC`` (``1``/``true``
+turn it on) and is per process: every rank must set it the same way.
+
+Example:
+    >>> from mpiflow.core.deterministic import deterministic, are_deterministic_algorithms_enabled
+    >>> with deterministic():
+    ...     are_deterministic_algorithms_enabled()
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+           "deterministic"]
+
+_enabled = os.environ.get("MPIFLOW_DETERMINISTIC", "").strip().lower() in ("1", "true", "yes",
+                                                                          "on")
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Turn the reproducible reductions on or off (PyTorch's name and signature).
+
+    Args:
+        mode: True for exact, rank-count-independent reductions and collectives.
+        warn_only: accepted for PyTorch compatibility; mpiflow has no op that would raise.
+
+    Example:
+        >>> flow.use_deterministic_algorithms(True)
+        >>> flow.are_deterministic_algorithms_enabled()
+        True
+        >>> flow.use_deterministic_algorithms(False)
+    """
+    global _enabled
+    _enabled = bool(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """Whether the reproducible reductions are on.
+
+    Example:
+        >>> flow.are_deterministic_algorithms_enabled()
+        False
+    """
+    return _enabled
+
+
+@contextmanager
+def deterministic(mode: bool = True) -> Iterator[None]:
+    """A context in which the switch is ``mode``; the previous setting comes back on exit.
+
+    Example:
+        >>> with flow.deterministic():
+        ...     flow.sum(flow.tensor([1e16, 1.0, -1e16, 1.0], dtype=flow.float64)).item()
+        2.0
+    """
+    global _enabled
+    before = _enabled
+    _enabled = bool(mode)
+    try:
+        yield
+    finally:
+        _enabled = before

@@ -1,0 +1,280 @@
+"""python -m mpiflow.launch: launcher identification and command building (pure),
+and real jobs started through it; none is marked ``mpi``, so all run once, in the 1-rank session."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from helpers import _LAUNCHER_PREFIXES, MPIEXEC
+
+from mpiflow.launch import (
+    Launcher,
+    LaunchError,
+    build_command,
+    compatible,
+    find_launcher,
+    identify_launcher,
+    library_family,
+    omp_threads,
+    parse_args,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+HYDRA = """HYDRA build details:
+    Version:                                 5.0.2
+    Release Date:                            Fri Sep 25 20:45:26 UTC 2026
+    Process Manager:                         pmi
+    Launchers available:                     ssh rsh fork slurm ll lsf sge manual persist
+"""
+OPENMPI4 = "mpiexec (OpenRTE) 4.1.5\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
+OPENMPI5 = "mpiexec (Open MPI) 5.0.3\n\nReport bugs to https://www.open-mpi.org/community/help/\n"
+INTEL = ("Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)\n"
+         "Copyright 2003-2023, Intel Corporation.\n")
+LIB_MPICH = "MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25 20:45:26 UTC 2026\n"
+LIB_OPENMPI = "Open MPI v4.1.5, package: Open MPI builder Distribution, ident: 4.1.5, Feb 23, 2023"
+LIB_INTEL = "Intel(R) MPI Library 2021.10 for Linux* OS\n"
+LIB_CRAY = "MPI VERSION    : CRAY MPICH version 8.1.27.26 (ANL base 3.4a2)\n"
+
+
+# -- pure parts ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "family", "version"), [
+    (HYDRA, "mpich", "5.0.2"),
+    (OPENMPI4, "openmpi", "4.1.5"),
+    (OPENMPI5, "openmpi", "5.0.3"),
+    (INTEL, "intel", "2021.10"),
+    ("srun: unrecognized option", "unknown", ""),
+])
+def test_identify_launcher(text: str, family: str, version: str) -> None:
+    launcher = identify_launcher("/x/mpiexec", text)
+    assert (launcher.path, launcher.family, launcher.version) == ("/x/mpiexec", family, version)
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    (LIB_MPICH, "mpich"), (LIB_OPENMPI, "openmpi"), (LIB_INTEL, "intel"), (LIB_CRAY, "mpich"),
+    ("MVAPICH2 Version      :	2.3.7", "mpich"), ("Some MPI 1.0", "unknown"),
+])
+def test_library_family(text: str, family: str) -> None:
+    assert library_family(text) == family
+
+
+@pytest.mark.parametrize(("launcher", "library", "ok"), [
+    ("mpich", "mpich", True), ("intel", "mpich", True), ("mpich", "intel", True),
+    ("openmpi", "openmpi", True), ("openmpi", "mpich", False), ("mpich", "openmpi", False),
+    ("intel", "openmpi", False), ("unknown", "openmpi", True), ("mpich", "unknown", True),
+])
+def test_compatible(launcher: str, library: str, ok: bool) -> None:
+    assert compatible(launcher, library) is ok
+
+
+PROGRAM = ["python", "x.py", "--flag"]
+
+
+@pytest.mark.parametrize(("launcher", "ranks", "cores", "tag", "root", "want"), [
+    (Launcher("mpiexec", "mpich", "5.0.2"), 8, 2, False, False, ["mpiexec", "-n", "8"]),
+    (Launcher("mpiexec", "mpich", "5.0.2"), 2, 8, True, True,
+     ["mpiexec", "-n", "2", "-prepend-rank"]),
+    (Launcher("mpiexec", "intel", "2021.10"), 4, 4, True, False,
+     ["mpiexec", "-n", "4", "-prepend-rank"]),
+    (Launcher("mpirun", "openmpi", "4.1.5"), 4, 2, True, False,
+     ["mpirun", "-n", "4", "--oversubscribe", "--tag-output"]),
+    (Launcher("mpirun", "openmpi", "4.1.5"), 2, 2, False, True,
+     ["mpirun", "-n", "2", "--allow-run-as-root"]),
+    (Launcher("mpirun", "openmpi", "5.0.3"), 4, 2, True, False,
+     ["mpirun", "-n", "4", "--map-by", ":OVERSUBSCRIBE", "--output", "tag"]),
+    (Launcher("mpirun", "openmpi", "5.0.3"), 2, 16, False, False, ["mpirun", "-n", "2"]),
+])
+def test_build_command(launcher: Launcher, ranks: int, cores: int, tag: bool, root: bool,
+                       want: list[str]) -> None:
+    got = build_command(launcher, ranks, PROGRAM, cores=cores, tag_output=tag, as_root=root)
+    assert got == [*want, *PROGRAM]
+
+
+@pytest.mark.parametrize(("ranks", "cores", "environ", "want"), [
+    (4, 16, {}, "4"), (3, 16, {}, "5"), (4, 2, {}, "1"), (1, 1, {}, "1"),
+    (4, 16, {"OMP_NUM_THREADS": "8"}, None), (2, 8, {"OMP_NUM_THREADS": ""}, "4"),
+])
+def test_omp_threads(ranks: int, cores: int, environ: dict[str, str], want: str | None) -> None:
+    assert omp_threads(ranks, cores, environ) == want
+
+
+@pytest.mark.parametrize(("argv", "ranks", "module", "args"), [
+    (["-n", "2", "x.py", "--plot", "a.png", "-n", "9"], 2, None, ["x.py", "--plot", "a.png",
+                                                                  "-n", "9"]),
+    (["-n4", "--timeout=5", "-m", "pkg.mod", "-x", "--", "y"], 4, "pkg.mod", ["-x", "--", "y"]),
+    (["--tag-output", "-n", "3", "--", "x.py", "-n", "3"], 3, None, ["x.py", "-n", "3"]),
+    (["-n", "1", "-m", "mpiflow"], 1, "mpiflow", []),
+])
+def test_parse_args_keeps_the_programs_options(argv: list[str], ranks: int, module: str | None,
+                                               args: list[str]) -> None:
+    parsed = parse_args(argv)
+    assert (parsed.ranks, parsed.module, parsed.args) == (ranks, module, args)
+
+
+# -- finding and running (starts processes) --------------------------------------------------------
+def fake_mpiexec(folder: pathlib.Path, output: str) -> str:
+    path = folder / "mpiexec"
+    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{output}EOF\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_find_launcher_prefers_the_one_beside_python(tmp_path: pathlib.Path) -> None:
+    found = find_launcher(LIB_MPICH, None, {"PATH": ""}, python=sys.executable)
+    assert found.family == "mpich"
+    assert found.path == os.path.abspath(MPIEXEC)
+
+
+def test_find_launcher_skips_a_foreign_one_and_refuses_when_none_fits(
+        tmp_path: pathlib.Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    foreign = fake_mpiexec(bin_dir, OPENMPI4)
+    python = str(tmp_path / "python")            # no mpiexec beside this one
+    environ = {"PATH": str(bin_dir)}
+    with pytest.raises(LaunchError) as caught:
+        find_launcher(LIB_MPICH, None, environ, python=python)
+    message = str(caught.value)
+    assert foreign in message and "Open MPI" in message and "MPI4PY_LIBMPI" in message
+    assert find_launcher(LIB_OPENMPI, None, environ, python=python).path == foreign
+
+
+def test_find_launcher_looks_beside_mpi4py_libmpi_first(tmp_path: pathlib.Path) -> None:
+    site = tmp_path / "site"
+    (site / "bin").mkdir(parents=True)
+    hydra = fake_mpiexec(site / "bin", HYDRA)
+    environ = {"PATH": "", "MPI4PY_LIBMPI": str(site / "lib" / "libmpi.so.12")}
+    assert find_launcher(LIB_MPICH, None, environ, python=sys.executable).path == hydra
+
+
+def launch(*args: str, timeout: float = 120, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m mpiflow.launch args`` as a fresh job (no variables of ours leak in)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    full_env.pop("MPIEXEC", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "mpiflow.launch", *args], capture_output=True,
+                          text=True, timeout=timeout, env=full_env, cwd=ROOT)
+
+
+def script(tmp_path: pathlib.Path, body: str) -> str:
+    path = tmp_path / "job.py"
+    path.write_text(body)
+    return str(path)
+
+
+def test_a_job_that_succeeds_exits_0() -> None:
+    done = launch("-n", "2", "--timeout", "60", "examples/hello.py")
+    assert done.returncode == 0, done.stderr
+    assert "2 rank(s)" in done.stdout and "all checks passed" in done.stdout
+
+
+def test_a_failing_job_gives_its_status(tmp_path: pathlib.Path) -> None:
+    raising = script(tmp_path, "import mpiflow\nif mpiflow.env.get_rank() == 1:\n"
+                               "    raise ValueError('boom')\nmpiflow.distributed.barrier()\n")
+    done = launch("-n", "2", "--timeout", "60", raising)
+    assert done.returncode != 0
+    assert "[rank 1] ValueError: boom" in done.stderr
+    exiting = script(tmp_path, "import sys\nsys.exit(3)\n")
+    assert launch("-n", "1", "--timeout", "60", exiting).returncode == 3
+
+
+def test_timeout_stops_the_job_with_124(tmp_path: pathlib.Path) -> None:
+    sleeper = script(tmp_path, "import time, mpiflow\ntime.sleep(120)\n")
+    start = time.monotonic()
+    done = launch("-n", "2", "--timeout", "3", sleeper, timeout=60)
+    assert done.returncode == 124
+    assert "--timeout 3" in done.stderr
+    assert time.monotonic() - start < 30
+
+
+def test_a_module_and_tagged_output() -> None:
+    done = launch("-n", "2", "--timeout", "60", "--tag-output", "-m", "mpiflow", "info")
+    assert done.returncode == 0, done.stderr
+    assert any(line.startswith("[0]") and "MPI library" in line
+               for line in done.stdout.splitlines()), done.stdout
+
+
+def test_omp_num_threads_and_arguments_reach_the_job(tmp_path: pathlib.Path) -> None:
+    show = script(tmp_path, "import os, sys, mpiflow\nif mpiflow.env.get_rank() == 0:\n"
+                            "    print(os.environ['OMP_NUM_THREADS'], sys.argv[1:])\n")
+    done = launch("-n", "3", "--timeout", "60", show, "-n", "--plot", "a b")
+    assert done.returncode == 0, done.stderr
+    cores = len(os.sched_getaffinity(0))
+    assert done.stdout.strip() == f"{max(1, cores // 3)} ['-n', '--plot', 'a b']"
+    done = launch("-n", "2", "--timeout", "60", show, env={"OMP_NUM_THREADS": "7"})
+    assert done.stdout.strip() == "7 []"
+
+
+def test_dry_run_prints_the_command() -> None:
+    done = launch("-n", "3", "--dry-run", "examples/hello.py", "--x")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == (
+        f"{os.path.abspath(MPIEXEC)} -n 3 {sys.executable} examples/hello.py --x")
+
+
+def test_refusals_exit_2(tmp_path: pathlib.Path) -> None:
+    foreign = fake_mpiexec(tmp_path, OPENMPI5)
+    done = launch("-n", "2", "--mpiexec", foreign, "examples/hello.py")
+    assert done.returncode == 2
+    assert "belongs to another MPI" in done.stderr and "Open MPI 5.0.3" in done.stderr
+    done = launch("-n", "2", "no/such/script.py")
+    assert done.returncode == 2 and "no such script" in done.stderr
+    done = launch("-n", "0", "examples/hello.py")
+    assert done.returncode == 2
+    assert launch("-n", "2").returncode == 2
+
+
+def test_ctrl_c_is_forwarded_and_the_job_ends(tmp_path: pathlib.Path) -> None:
+    sleeper = script(tmp_path, "import time, mpiflow\nmpiflow.distributed.barrier()\n"
+                               "if mpiflow.env.get_rank() == 0:\n"
+                               "    print('ready', flush=True)\ntime.sleep(120)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    proc = subprocess.Popen([sys.executable, "-m", "mpiflow.launch", "-n", "2", "--timeout",
+                             "90", sleeper], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)                       # let both ranks reach their sleep
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code not in (0, 124)
+    assert "KeyboardInterrupt" in (proc.stderr.read() if proc.stderr else "")
+
+
+# -- batch job templates ---------------------------------------------------------------------------
+TEMPLATES = sorted((ROOT / "scripts").glob("slurm-*.sh")) + sorted(
+    (ROOT / "scripts").glob("pbs-*.sh"))
+
+
+def test_there_are_slurm_and_pbs_templates() -> None:
+    names = {path.name for path in TEMPLATES}
+    for system in ("slurm", "pbs"):
+        assert {f"{system}-one-node.sh", f"{system}-multi-node.sh",
+                f"{system}-module-mpi.sh"} <= names
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.name)
+def test_template_is_valid_bash_and_documented(path: pathlib.Path) -> None:
+    done = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    lines = path.read_text().splitlines()
+    assert lines[0] == "#!/bin/bash"
+    directive = "#SBATCH " if path.name.startswith("slurm") else "#PBS "
+    first_command = next(i for i, line in enumerate(lines)
+                         if line.strip() and not line.startswith("#"))
+    directives = [i for i, line in enumerate(lines) if line.startswith(directive)]
+    assert directives and max(directives) < first_command, "directives must come first"
+    assert "set -euo pipefail" in lines
+    assert path.name in (ROOT / "docs" / "hpc.md").read_text()

@@ -1,0 +1,122 @@
+"""Whole torch jobs on the "mpiflow" backend under mpiexec: start-up, auto-load and failures.
+
+Each case runs a small program with a hard time limit (and a short watchdog where one is
+expected to fire); these start their own jobs, so they run in the 1-rank session only.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from helpers import Job, run_job
+
+pytest.importorskip("torch")
+LIMIT = 90  # the hard limit of every job
+
+
+def job(ranks: int, code: str, **env: str) -> Job:
+    return run_job(ranks, textwrap.dedent(code), timeout=LIMIT,
+                   env={"OMP_NUM_THREADS": "1", **env})
+
+
+def test_torch_auto_loads_the_backend_without_importing_mpiflow() -> None:
+    result = job(2, """
+        import sys
+        import torch, torch.distributed as dist
+        assert "mpiflow" in dist.Backend.backend_list, dist.Backend.backend_list
+        assert "mpiflow" not in sys.modules and "mpi4py.MPI" not in sys.modules  # no MPI yet
+        dist.init_process_group("mpiflow")  # no MASTER_ADDR, no RANK: all from MPI
+        t = torch.ones(2)
+        dist.all_reduce(t)
+        seen = [None] * dist.get_world_size()
+        dist.all_gather_object(seen, (dist.get_rank(), t.tolist()))
+        if dist.get_rank() == 0:
+            print(f"ranks {seen}", flush=True)
+        dist.destroy_process_group()
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ranks [(0, [2.0, 2.0]), (1, [2.0, 2.0])]", result.stdout
+
+
+def test_gloo_runs_on_the_mpi_store_under_mpiexec_without_master_addr() -> None:
+    result = job(2, """
+        import torch, torch.distributed as dist
+        import mpiflow.torch
+        dist.init_process_group("gloo")  # env:// without MASTER_ADDR: MPI's rendezvous
+        t = torch.ones(3)
+        dist.all_reduce(t)
+        sub = dist.new_group(backend="mpiflow")
+        dist.all_reduce(t, group=sub)
+        seen = [None] * dist.get_world_size()
+        dist.all_gather_object(seen, t.tolist())
+        if dist.get_rank() == 0:
+            print(f"ok {seen}", flush=True)
+        dist.destroy_process_group()
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok [[4.0, 4.0, 4.0], [4.0, 4.0, 4.0]]", result.stdout
+
+
+def test_a_rank_disagreeing_with_mpi_is_a_clear_error() -> None:
+    result = job(2, """
+        import os, torch.distributed as dist
+        import mpiflow.torch
+        os.environ["RANK"] = "0"  # wrong on rank 1
+        os.environ["WORLD_SIZE"] = "2"
+        dist.init_process_group("mpiflow")
+    """)
+    assert result.returncode != 0
+    assert "rank=0 was given, but MPI says 1" in result.stderr
+
+
+def test_an_uncaught_exception_on_one_rank_ends_the_torch_job() -> None:
+    result = job(3, """
+        import torch, torch.distributed as dist
+        import mpiflow.torch
+        dist.init_process_group("mpiflow")
+        if dist.get_rank() == 1:
+            raise RuntimeError("boom on one rank")
+        dist.all_reduce(torch.ones(1))
+        print("unreachable")
+    """)
+    assert result.returncode != 0
+    assert result.seconds < 60
+    assert "unreachable" not in result.stdout
+    assert "[rank 1] RuntimeError: boom on one rank" in result.stderr
+
+
+def test_the_watchdog_names_the_rank_that_never_arrives() -> None:
+    result = job(2, """
+        import time, datetime, torch, torch.distributed as dist
+        import mpiflow.torch
+        dist.init_process_group("mpiflow", timeout=datetime.timedelta(seconds=3))
+        if dist.get_rank() == 1:
+            time.sleep(60)
+        dist.all_reduce(torch.ones(4))
+        print("unreachable")
+    """)
+    assert result.returncode != 0
+    assert result.seconds < 50
+    err = result.stderr
+    assert "has not completed after" in err
+    assert "not arrived: rank 1" in err
+
+
+def test_debug_mode_reports_mismatched_torch_collectives_on_every_rank() -> None:
+    result = job(2, """
+        import sys, torch, torch.distributed as dist
+        import mpiflow.torch
+        from mpiflow.communication.debug.mode import CollectiveMismatchError
+        dist.init_process_group("mpiflow")
+        rank = dist.get_rank()
+        try:
+            dist.all_reduce(torch.ones(2 + rank))
+        except CollectiveMismatchError as exc:
+            print(f"mismatch {rank} " + str(exc).replace("\\n", " | "), flush=True)
+        dist.barrier()
+    """, MPIFLOW_DEBUG="1")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout  # the two ranks' lines may interleave
+    assert "mismatch 0 ranks called mismatched" in out and "mismatch 1 ranks called" in out, out
+    assert out.count("they differ in: shape") == 2, out
