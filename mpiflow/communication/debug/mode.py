@@ -170,7 +170,7 @@ def _counts(counts: Any) -> tuple[int, ...] | None:
 
 
 # What each collective's ranks must agree on, from its arguments (the method's signature).
-_SPECS: dict[str, Callable[..., Fingerprint]] = {
+FINGERPRINT_SPECS: dict[str, Callable[..., Fingerprint]] = {
     "barrier": lambda async_op=False: Fingerprint(),
     "all_reduce": lambda buf, op=ReduceOp.SUM, async_op=False:
         Fingerprint(getattr(buf, "dtype", None), _shape(buf), op),
@@ -340,7 +340,7 @@ class DebugMPICommunicator(MPICommunicator):
         if self.size == 1:
             return
         try:
-            fingerprint = _SPECS[operation](*args, **kwargs)
+            fingerprint = FINGERPRINT_SPECS[operation](*args, **kwargs)
         except Exception:  # a call that raised may not even fit the signature
             if error is None:
                 raise
@@ -400,7 +400,7 @@ class DebugMPICommunicator(MPICommunicator):
 
 
 # The collectives agreed on in _run (a split or a device array's call never reaches it).
-_LATE = frozenset(_SPECS) - {"split", "split_by_color"}
+_LATE = frozenset(FINGERPRINT_SPECS) - {"split", "split_by_color"}
 
 
 def _on_host(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -452,7 +452,7 @@ def _checked(name: str) -> Callable[..., Any]:
     return method
 
 
-for _name in _SPECS:
+for _name in FINGERPRINT_SPECS:
     setattr(DebugMPICommunicator, _name, _checked(_name))
 
 
