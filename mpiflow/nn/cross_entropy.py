@@ -25,7 +25,7 @@ import numpy
 
 from ..core.array_module import array_module
 from ..ops.engine import Context, OpDef, Signature, apply
-from ..ops.reduction import SOFTMAX
+from ..ops.softmax import SOFTMAX
 from ..tensors.tensor import Tensor
 
 __all__ = ["cross_entropy_indices", "fits"]

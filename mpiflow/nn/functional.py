@@ -42,9 +42,9 @@ from ..ops.pointwise import (
 from ..ops.pointwise import gelu as _gelu_erf
 from ..ops.pointwise import relu as _relu
 from ..ops.reduction import amax, mean, sum
-from ..ops.reduction import log_softmax as _log_softmax
-from ..ops.reduction import softmax as _softmax
 from ..ops.shape import flatten, reshape, squeeze, unsqueeze
+from ..ops.softmax import log_softmax as _log_softmax
+from ..ops.softmax import softmax as _softmax
 from ..tensors.creation import arange
 from ..tensors.random import rand
 from ..tensors.tensor import Tensor

@@ -17,7 +17,9 @@ from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .softmax import *  # noqa: F403
+from .softmax import __all__ as _softmax_all
 
-__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_linalg_all,
-           *_shape_all,
+__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
+           *_linalg_all, *_shape_all,
            *_indexing_all]

@@ -569,14 +569,6 @@ class Tensor:
             input."""
         def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
             """The index (int64) of the first smallest element along ``dim``."""
-        def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
-            """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is
-            given."""
-        def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-            """``x - logsumexp(x)`` along ``dim``, computed stably."""
-        def logsumexp(self, dim: builtins.int | Sequence[builtins.int] | None,
-                      keepdim: builtins.bool = False) -> Tensor:
-            """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32."""
         def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
             """``max(x)``: the largest element (0-d); ``max(x, dim, keepdim)``: ``(values,
             indices)``."""
@@ -588,9 +580,6 @@ class Tensor:
         def prod(self, dim: builtins.int | Sequence[builtins.int] | None = None,
                  keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
             """The product of the elements over ``dim`` (all by default); integers give int64."""
-        def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-            """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted
-            first)."""
         def std(self, dim: builtins.int | Sequence[builtins.int] | None = None,
                 unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
                 correction: builtins.int | None = None) -> Tensor:
@@ -637,6 +626,18 @@ class Tensor:
             """``input`` with a new size-1 dim at position ``dim`` (negative: from the end)."""
         def view(self, *shape: Any) -> Tensor:
             """``input`` with a new shape of the same number of elements; one extent may be -1."""
+        # mpiflow.ops.softmax
+        def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+            """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is
+            given."""
+        def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+            """``x - logsumexp(x)`` along ``dim``, computed stably."""
+        def logsumexp(self, dim: builtins.int | Sequence[builtins.int] | None,
+                      keepdim: builtins.bool = False) -> Tensor:
+            """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32."""
+        def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+            """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted
+            first)."""
         # mpiflow.tensors.conversion
         def check_meta_consistency(self) -> None:
             """Check that every rank sees the same placement, sbp, shape and dtype of the global
