@@ -9,6 +9,8 @@ from .deterministic_sum import nansum, vdot
 from .engine import OpDef, apply
 from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
 from .indexing import __all__ as _indexing_all
+from .join import *  # noqa: F403
+from .join import __all__ as _join_all
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .pointwise import *  # noqa: F403
@@ -21,5 +23,5 @@ from .softmax import *  # noqa: F403
 from .softmax import __all__ as _softmax_all
 
 __all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
-           *_linalg_all, *_shape_all,
+           *_linalg_all, *_shape_all, *_join_all,
            *_indexing_all]

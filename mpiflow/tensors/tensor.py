@@ -308,6 +308,14 @@ class Tensor:
             """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
         def __setitem__(self, index: Any, value: Any) -> None:
             """``target[index] = value`` in place (``Tensor.__setitem__``), numpy's semantics."""
+        # mpiflow.ops.join
+        def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+            """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
+            (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``."""
+        def split(self, split_size_or_sections: builtins.int | Sequence[builtins.int],
+                  dim: builtins.int = 0) -> tuple[Tensor, ...]:
+            """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of
+            the given sizes, as ``torch.split``."""
         # mpiflow.ops.linalg
         def __matmul__(self, other: Tensor) -> Tensor:
             """The matrix product with numpy/PyTorch semantics (1-D operands, broadcast batches)."""
@@ -596,9 +604,6 @@ class Tensor:
         @property
         def T(self) -> Tensor:
             """``input.T``: the dims in reverse order."""
-        def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
-            """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
-            (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``."""
         def contiguous(self) -> Tensor:
             """``input`` itself: mpiflow tensors have no strides to make contiguous."""
         def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
@@ -609,10 +614,6 @@ class Tensor:
             """``input`` with its dims reordered: output dim ``i`` is input dim ``dims[i]``."""
         def reshape(self, *shape: Any) -> Tensor:
             """``input`` with a new shape of the same number of elements; one extent may be -1."""
-        def split(self, split_size_or_sections: builtins.int | Sequence[builtins.int],
-                  dim: builtins.int = 0) -> tuple[Tensor, ...]:
-            """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of
-            the given sizes, as ``torch.split``."""
         def squeeze(self, dim: builtins.int | Sequence[builtins.int] | None = None) -> Tensor:
             """``input`` without its size-1 dims (all of them, or those of ``dim`` that have size
             1)."""
