@@ -24,7 +24,7 @@ on this rank with the other thread's on another, and the results would be wrong 
 paths set around their collective's MPI call (a load and two stores, about 25 ns); a
 second thread that enters while it is set gets a ``RuntimeError`` naming the group and both
 threads (:func:`concurrent_use`) instead of joining the call. The general path
-(``MPICommunicator._run``) and debug mode check every other collective the same way.
+(``MPICommunicator.run``) and debug mode check every other collective the same way.
 Point-to-point calls are not checked: MPI matches them by source and tag, and one thread
 sending while another receives on a group is a legitimate pattern.
 

@@ -80,14 +80,14 @@ def device_communicator(mpi: MPICommunicator) -> Communicator:
         CudaUnavailableError: no CuPy or no CUDA device.
         RuntimeError: ``MPIFLOW_BACKEND=nccl`` without NCCL.
     """
-    device = mpi._device_comm
+    device = mpi.device_comm
     if device is None:
         with _lock:
-            device = mpi._device_comm
+            device = mpi.device_comm
             if device is None:
                 ops, choice, pool, backend = _defaults()
                 device = build_device_communicator(mpi, ops, choice, pool, backend)
-                mpi._device_comm = device  # lives and dies with the MPI communicator
+                mpi.device_comm = device  # lives and dies with the MPI communicator
     return device
 
 

@@ -47,8 +47,8 @@ from typing import Any, ClassVar
 import numpy
 
 from ...core.reduce_op import ReduceOp, check_reduce_dtype
+from ..mpi.buffers import displacements
 from ..mpi.communicator import MPICommunicator
-from ..mpi.communicator import displacements as _displacements
 from ..mpi.interface import Array, Communicator, Work
 from .array_ops import DeviceOps, Marker
 from .cuda_aware import CudaAwareCommunicator
@@ -358,10 +358,10 @@ class NCCLCommunicator(Communicator):
         return divide
 
     def _check_rank(self, rank: int, what: str) -> int:
-        return self.mpi._check_rank(rank, what)
+        return self.mpi.check_rank(rank, what)
 
     def _check_counts(self, counts: Sequence[int], what: str) -> list[int]:
-        return self.mpi._check_counts(counts, what)
+        return self.mpi.check_counts(counts, what)
 
     @staticmethod
     def _check_same_dtype(a: Array, b: Array) -> None:
@@ -460,7 +460,7 @@ class NCCLCommunicator(Communicator):
         comm, stream, backend = self._group(), self._ops.stream(), self._backend
         ps, pr, item, u8 = (self._ops.pointer(s), self._ops.pointer(r), recv.dtype.itemsize,
                             backend.dtype("uint8"))
-        offsets, me = _displacements(counts), self.rank
+        offsets, me = displacements(counts), self.rank
 
         def enqueue() -> None:
             backend.group_start()
@@ -596,7 +596,7 @@ class NCCLCommunicator(Communicator):
         dt, code = self._codes(plan)
         comm, stream, backend = self._group(), self._ops.stream(), self._backend
         ps, pr, item = self._ops.pointer(s), self._ops.pointer(r), send.dtype.itemsize
-        offsets, me, factor = _displacements(counts), self.rank, plan.count_factor
+        offsets, me, factor = displacements(counts), self.rank, plan.count_factor
 
         def enqueue() -> None:
             backend.group_start()
@@ -643,7 +643,7 @@ class NCCLCommunicator(Communicator):
         comm, stream, backend = self._group(), self._ops.stream(), self._backend
         ps, pr, item, u8 = (self._ops.pointer(s), self._ops.pointer(r), send.dtype.itemsize,
                             backend.dtype("uint8"))
-        soff, roff, me = _displacements(scounts), _displacements(rcounts), self.rank
+        soff, roff, me = displacements(scounts), displacements(rcounts), self.rank
 
         def enqueue() -> None:
             if scounts[me]:
