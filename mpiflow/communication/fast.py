@@ -51,9 +51,9 @@ from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
 from .watchdog import monitor as watchdog
 from .watchdog.failure import collective_failed
-from .watchdog.monitor import mark_call
 from .watchdog.report import describe_group
 from .watchdog.skew import Skipped, resync
+from .watchdog.state import mark_call
 
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 

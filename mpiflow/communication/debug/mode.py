@@ -49,8 +49,8 @@ from ..fast import concurrent_use
 from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..mpi.interface import OPERATIONS
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import mark_call
 from ..watchdog.report import describe_group, ranks_text
+from ..watchdog.state import mark_call
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
 

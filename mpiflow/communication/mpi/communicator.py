@@ -29,7 +29,8 @@ from ...core.reduce_op import ReduceOp
 from ..fast import FastPaths, concurrent_use
 from ..watchdog import monitor as watchdog
 from ..watchdog.failure import collective_failed
-from ..watchdog.monitor import mark_call, operation_of
+from ..watchdog.monitor import operation_of
+from ..watchdog.state import mark_call
 from .buffers import (
     TAG_UB,
     UNMAPPABLE,

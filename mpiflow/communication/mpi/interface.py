@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ...core.reduce_op import ReduceOp
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import mark_call
+from ..watchdog.state import mark_call
 
 __all__ = ["OPERATIONS", "Communicator", "Work"]
 
