@@ -664,9 +664,9 @@ def test_init_process_group_nccl_connects_the_world_and_later_groups(
     monkeypatch.setattr(cuda, "is_available", lambda: True)
     monkeypatch.setattr(device_module, "device_communicator", device_communicator)
     flow.distributed.init_process_group(backend="nccl")
-    assert made[world_comm].connected and made[world_comm]._p2p_on_group
+    assert made[world_comm].connected and made[world_comm].comms.p2p_on_group
     group = flow.distributed.new_group(list(range(WORLD)))
-    assert made[group.comm].connected and made[group.comm]._p2p_on_group
+    assert made[group.comm].connected and made[group.comm].comms.p2p_on_group
 
 
 @pytest.mark.mpi
