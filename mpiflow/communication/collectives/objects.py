@@ -29,7 +29,8 @@ from mpi4py.util import pkl5
 from ..debug.mode import CollectiveMismatchError
 from ..mpi.group import ProcessGroup
 from ..mpi.interface import Communicator
-from ..watchdog.monitor import BlockedCall, register_frame_reader, watched
+from ..watchdog.monitor import BlockedCall, register_frame_reader
+from ..watchdog.state import watched
 from .torch_api import resolve_group
 
 __all__ = ["all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"]

@@ -49,8 +49,8 @@ from ..fast import concurrent_use
 from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..mpi.interface import OPERATIONS
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import mark_call
 from ..watchdog.report import describe_group, ranks_text
+from ..watchdog.state import mark_call
 
 __all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
 
@@ -372,18 +372,18 @@ class DebugMPICommunicator(MPICommunicator):
             mismatch.mpiflow_agreed = True  # type: ignore[attr-defined]
             raise mismatch from error
 
-    # The agreement of a call on host arrays happens as late as it can: in _run, right before
+    # The agreement of a call on host arrays happens as late as it can: in run, right before
     # MPI, after the local checks of MPICommunicator's method. A call that raises in those
     # checks on some ranks only then tells the others, instead of leaving them in the MPI
     # call (or finishing it, a broadcast's root, and matching this rank's next call).
     _pending: tuple[int, str, tuple[Any, ...], dict[str, Any]] | None = None
 
-    def _run(self, *args: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         pending = self._pending
         if pending is not None and pending[0] == get_ident():
             self._pending = None
             self._agree(*pending[1:])
-        return super()._run(*args, **kwargs)
+        return super().run(*args, **kwargs)
 
     def failed(self, operation: str, error: BaseException) -> None:
         """Tell the other ranks that this rank's ``operation`` raised before taking part.
@@ -399,7 +399,7 @@ class DebugMPICommunicator(MPICommunicator):
         self._agree(operation, (), {}, error)
 
 
-# The collectives agreed on in _run (a split or a device array's call never reaches it).
+# The collectives agreed on in run (a split or a device array's call never reaches it).
 _LATE = frozenset(FINGERPRINT_SPECS) - {"split", "split_by_color"}
 
 
