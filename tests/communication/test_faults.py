@@ -8,6 +8,7 @@ on stderr. They start their own jobs, so they run in the 1-rank session only.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -134,7 +135,9 @@ def test_a_rank_that_exits_early_is_reported_not_waited_for(status: str, timeout
     assert f"rank 1: has exited (sys.exit({status}) at <string>:4 in <module>)" in \
         result.stderr
     if timeout == "20":  # the exit is noticed after min(timeout, 10 s), before the timeout
-        assert "has waited 10.0 s on a rank that has exited" in result.stderr
+        waited = re.search(r"has waited ([0-9.]+) s on a rank that has exited", result.stderr)
+        assert waited is not None, result.stderr
+        assert 10.0 <= float(waited.group(1)) < 20.0  # a loaded machine reports 10.5 s
     else:
         assert "has not completed after 3.0 s" in result.stderr
 
