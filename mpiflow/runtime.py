@@ -31,7 +31,7 @@ from mpi4py import MPI
 
 from .layouts import placement
 
-__all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description",
+__all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description", "exit_status",
            "install_abort_handler", "on_os_exit", "topology", "world"]
 
 # Environment variables through which launchers announce the job size, by launcher.
@@ -234,9 +234,7 @@ def _recording_os_exit(status: int) -> NoReturn:
     rank = world.Get_rank()
     with contextlib.suppress(Exception):
         os.write(2, (f"[rank {rank}] mpiflow: rank {rank} called {exit_description()}: it "
-                     "leaves without MPI_Finalize, and the launcher stops any rank still "
-                     "running (MPICH's mpiexec then ends the job with this status, even 0)\n"
-                     ).encode())
+                     "leaves without MPI_Finalize\n").encode())
     for hook in list(_os_exit_hooks):
         with contextlib.suppress(Exception):
             hook()
@@ -250,6 +248,11 @@ def on_os_exit(hook: Callable[[], None]) -> None:
     """
     if hook not in _os_exit_hooks:
         _os_exit_hooks.append(hook)
+
+
+def exit_status() -> object:
+    """The status this process passed to ``sys.exit`` or ``os._exit`` (None if neither)."""
+    return None if _exit_request is None else _exit_request[0]
 
 
 def exit_description() -> str:

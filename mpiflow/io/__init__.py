@@ -4,7 +4,9 @@
   ``.npy`` file per array (each rank writing only its shard), a JSON ``metadata.json``, and
   ``objects.pkl`` for Python values JSON cannot hold. It is crash-safe: the directory appears
   atomically when complete, and a failure on any rank raises on every rank.
-- :func:`load` reads it back on any number of ranks, as local tensors or in any layout.
+- :func:`load` reads it back on any number of ranks, as local tensors or in any layout. It
+  unpickles ``objects.pkl`` with a restricted unpickler (:mod:`.unpickle`) that runs no code:
+  ``weights_only=False`` opts in to plain pickle, for checkpoints whose source you trust.
 
 Examples:
     >>> import mpiflow as flow

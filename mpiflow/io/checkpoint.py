@@ -32,13 +32,17 @@ from .files import (
     check_target,
     fsync_directory,
     fsync_file,
+    is_temporary,
     make_temporary,
+    remove_stale,
     replace_directory,
+    stale_temporaries,
 )
 from .format import FORMAT, VERSION, ArraySpec, file_names, parse_metadata, structure_of
 from .mpiio import read_array, write_array
 from .npy import check_dtype, header_bytes, read_header
 from .tree import flatten, unflatten
+from .unpickle import loads
 
 __all__ = ["SbpChoice", "load", "save"]
 
@@ -131,7 +135,9 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
 
     The checkpoint is written into a temporary directory next to ``path`` and takes its place
     atomically, only after every rank has finished and the data is on disk. If any rank fails
-    the call raises on every rank and what was at ``path`` is untouched.
+    the call raises on every rank and what was at ``path`` is untouched. The temporary
+    directories that interrupted saves of ``path`` left (``.NAME.tmp-*``: a save killed by a
+    signal, the watchdog or Ctrl-C) are removed first; one job at a time may save to a path.
 
     Args:
         obj: (nested) dicts, lists and tuples of tensors, numpy arrays and Python values,
@@ -170,6 +176,7 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     with agreed(comm, f"saving {target}: creating a temporary directory"):
         if rank == 0:
             check_target(target)
+            remove_stale(target)
             tmp = make_temporary(target)
     with blocking(f"checkpoint: broadcasting the temporary directory of {target}", comm):
         tmp = comm.bcast(tmp, root=0)
@@ -210,9 +217,15 @@ def _inside(directory: str, name: str) -> str:
 
 def _read_index(directory: str) -> tuple[dict[str, Any], list[int], list[bytes]]:
     """Rank 0: the metadata, each array's data offset and the pickled objects, all checked."""
+    if is_temporary(directory):
+        raise FileNotFoundError(f"{directory} is not a checkpoint: it is the temporary "
+                                "directory of a save that did not finish")
     if not os.path.isdir(directory):
+        stale = stale_temporaries(directory)
         raise FileNotFoundError(f"no checkpoint at {directory}" + (
-            " (it is not a directory)" if os.path.exists(directory) else ""))
+            " (it is not a directory)" if os.path.exists(directory) else "") + (
+            f" (an interrupted save left {os.path.basename(stale[0])}, which the next save of "
+            "this path removes)" if stale else ""))
     meta_path = os.path.join(directory, METADATA)
     if not os.path.isfile(meta_path):
         raise FileNotFoundError(f"{directory} is not an mpiflow checkpoint: it has no "
@@ -237,8 +250,9 @@ def _read_index(directory: str) -> tuple[dict[str, Any], list[int], list[bytes]]
     blobs: list[bytes] = []
     if n_objects:
         with open(_inside(directory, OBJECTS), "rb") as f:
-            blobs = pickle.load(f)
-        if not isinstance(blobs, list) or len(blobs) != n_objects:
+            blobs = loads(f.read())  # a list of bytes: nothing else is allowed, ever
+        if (not isinstance(blobs, list) or len(blobs) != n_objects
+                or any(type(b) is not bytes for b in blobs)):
             raise ValueError(f"{OBJECTS} does not hold the {n_objects} objects the metadata "
                              "says")
     return meta, offsets, blobs
@@ -287,28 +301,35 @@ def _read_leaf(comm: Any, directory: str, spec: ArraySpec, offset: int,
 
 
 def load(path: str | os.PathLike[str], placement: Placement | None = None,
-         sbp: SbpChoice | None = None) -> Any:
+         sbp: SbpChoice | None = None, *, weights_only: bool = True) -> Any:
     """Load a checkpoint written by :func:`save` (collective: every rank calls it).
 
     Whatever the world size and layouts at save time, each rank reads (MPI-IO) only the bytes
     it needs. Without ``placement`` every tensor comes back local with its whole value; with a
     placement and an ``sbp`` tensors come back global in that layout, each rank reading only
     its shard. numpy arrays come back as numpy arrays (whole), Python values as they were
-    (pickled ones are unpickled: load only checkpoints you trust).
+    (pickled ones through a restricted unpickler unless ``weights_only=False``).
 
     Args:
         path: the checkpoint directory.
         placement: where global tensors go (None: local tensors).
         sbp: their layout: one for every tensor, or a function from the leaf's name
             (``"model.layer.weight"``) to its layout, or to None for a local tensor.
+        weights_only: unpickle the Python values of ``objects.pkl`` with a restricted
+            unpickler that rebuilds only plain data (sets, complex numbers, ``OrderedDict``,
+            numpy scalars and arrays, ...: :mod:`mpiflow.io.unpickle`) and refuses any other
+            class or function, so a checkpoint from elsewhere cannot run code on load (as
+            ``torch.load``'s default). ``False`` unpickles anything: only for checkpoints
+            whose source you trust.
 
     Returns:
         The saved structure (dicts, lists, tuples) with its leaves, dicts as plain dicts.
 
     Raises:
         ValueError: ``placement`` without ``sbp`` or the reverse (on the calling rank).
-        CheckpointError: a missing or damaged checkpoint, an unknown format version, a
-            layout that does not fit a tensor, a read error (on every rank).
+        CheckpointError: a missing or damaged checkpoint, a malformed metadata field (named),
+            an unknown format version, a value ``weights_only`` refuses, a layout that does
+            not fit a tensor, a read error (on every rank).
 
     Examples:
         >>> flow.save({"w": flow.zeros(4, 6), "step": 3}, "ckpt/step-3")
@@ -330,11 +351,13 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
     with blocking(f"checkpoint: broadcasting the index of {directory}", comm):
         meta, offsets, blobs = comm.bcast(index, root=0)
     with agreed(comm, f"loading {directory}: unpickling its Python objects"):
-        objects = [pickle.loads(b) for b in blobs]
+        objects = [loads(b, weights_only) for b in blobs]
         specs = [ArraySpec.from_json(a) for a in meta["arrays"]]
     values = []
     for spec, offset in zip(specs, offsets):
         with agreed(comm, f"loading {directory}: choosing the layout of {spec.name!r}"):
             layout = _target_layout(spec, placement, sbp)
         values.append(_read_leaf(comm, directory, spec, offset, layout))
-    return unflatten(meta["tree"], values, objects)
+    with agreed(comm, f"loading {directory}: rebuilding its structure"):
+        tree = unflatten(meta["tree"], values, objects)
+    return tree

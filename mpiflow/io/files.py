@@ -17,12 +17,14 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import shutil
 import sys
 import uuid
 
 __all__ = ["METADATA", "OBJECTS", "check_target", "fsync_directory", "fsync_file",
-           "make_temporary", "replace_directory"]
+           "is_temporary", "make_temporary", "remove_stale", "replace_directory",
+           "stale_temporaries"]
 
 METADATA = "metadata.json"
 OBJECTS = "objects.pkl"
@@ -46,6 +48,62 @@ def check_target(path: str) -> None:
     if os.listdir(path) and not os.path.exists(os.path.join(path, METADATA)):
         raise FileExistsError(f"refusing to replace {path}: it is a directory that is not an "
                               f"mpiflow checkpoint (it has no {METADATA})")
+
+
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-[0-9a-f]{12}")
+
+
+def is_temporary(path: str) -> bool:
+    """Whether ``path`` names a save's temporary directory (``.NAME.tmp-XXXXXXXXXXXX``).
+
+    Examples:
+        >>> is_temporary("ckpt/.step-3.tmp-0123456789ab"), is_temporary("ckpt/step-3")
+        (True, False)
+    """
+    return _TEMPORARY.fullmatch(os.path.basename(os.path.normpath(path))) is not None
+
+
+def stale_temporaries(path: str) -> list[str]:
+    """The temporary directories that saves of ``path`` left behind (interrupted saves).
+
+    Args:
+        path: a checkpoint directory.
+
+    Returns:
+        Their paths, sorted; empty if the parent directory does not exist.
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return []
+    return sorted(os.path.join(parent, e) for e in entries
+                  if (m := _TEMPORARY.fullmatch(e)) is not None and m["name"] == name)
+
+
+def remove_stale(path: str) -> list[str]:
+    """Remove the temporary directories that interrupted saves of ``path`` left behind.
+
+    A save killed (SIGKILL, the watchdog's abort, Ctrl-C) before it finished leaves its
+    ``.NAME.tmp-*`` directory; the next save of the same path calls this first. A save of the
+    same path that runs at the same moment in another job would lose its directory: one job at
+    a time may write a checkpoint path.
+
+    Args:
+        path: a checkpoint directory.
+
+    Returns:
+        The directories removed.
+
+    Examples:
+        >>> os.makedirs("ckpt/.step-3.tmp-0123456789ab")
+        >>> [os.path.basename(p) for p in remove_stale("ckpt/step-3")]
+        ['.step-3.tmp-0123456789ab']
+    """
+    stale = stale_temporaries(path)
+    for tmp in stale:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return stale
 
 
 def make_temporary(path: str) -> str:

@@ -28,6 +28,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import Any
 import numpy
 from numpy.lib import format as npy_format
 
+from .errors import CheckpointError
 from .npy import check_dtype, check_size
 from .tree import check_node, skeleton
 
@@ -45,6 +47,7 @@ __all__ = ["FORMAT", "KINDS", "VERSION", "ArraySpec", "file_names", "parse_metad
 FORMAT = "mpiflow-checkpoint"
 VERSION = 1
 KINDS = ("global", "local", "ndarray")
+_SBP = re.compile(r"S\(\d+\)|B|P(\(\w+\))?")
 
 
 @dataclass(frozen=True)
@@ -79,32 +82,89 @@ class ArraySpec:
         return out
 
     @staticmethod
-    def from_json(entry: Any) -> ArraySpec:
+    def from_json(entry: Any, where: str = "array") -> ArraySpec:
         """Read a spec back, checking every field.
 
+        Args:
+            entry: the array's JSON object.
+            where: how the error names the entry (``'"arrays"[2]'``).
+
         Raises:
-            ValueError: a missing or malformed field, naming it.
+            CheckpointError: a missing or malformed field, naming it.
         """
         if not isinstance(entry, dict):
-            raise ValueError(f"an array entry must be an object, got {str(entry)[:80]}")
-        name = entry.get("name")
+            raise _bad(where, "must be an object", entry)
+        name = _field(entry, "name", where, str, "a string")
+        where = f"{where} ({name!r})"
+        kind = _field(entry, "kind", where, str, "a string")
+        if kind not in KINDS:
+            raise _bad(f'{where}["kind"]', f"must be one of {', '.join(KINDS)}", kind)
+        file = _field(entry, "file", where, str, "a string")
+        if not re.fullmatch(r"[A-Za-z0-9_.~-]+\.npy", file) or file.startswith("."):
+            raise _bad(f'{where}["file"]', "must be a plain .npy file name in the checkpoint",
+                       file)
+        descr = _field(entry, "dtype", where, (str, list), "a numpy dtype descriptor")
         try:
-            kind, file, shape = entry["kind"], entry["file"], entry["shape"]
-            dtype = numpy.dtype(npy_format.descr_to_dtype(entry["dtype"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"array {name!r}: missing or malformed field {exc}") from None
-        if (not isinstance(name, str) or kind not in KINDS or not isinstance(file, str)
-                or not re.fullmatch(r"[A-Za-z0-9_.~-]+\.npy", file) or file.startswith(".")
-                or not isinstance(shape, list)
-                or any(type(n) is not int or n < 0 for n in shape)):
-            raise ValueError(f"array {name!r}: malformed entry {str(entry)[:200]}")
-        check_dtype(dtype, name)
-        check_size(tuple(shape), dtype, f"array {name!r}")
+            dtype = numpy.dtype(npy_format.descr_to_dtype(descr))
+            check_dtype(dtype, name)
+        except (TypeError, ValueError) as exc:
+            raise _bad(f'{where}["dtype"]', f"is not a supported dtype ({exc})", descr) from None
+        shape = _field(entry, "shape", where, list, "a list of sizes")
+        if any(type(n) is not int or n < 0 for n in shape):
+            raise _bad(f'{where}["shape"]', "must be a list of non-negative integers", shape)
+        try:
+            check_size(tuple(shape), dtype, f"array {name!r}")
+        except ValueError as exc:
+            raise _bad(f'{where}["shape"]', str(exc), shape) from None
+        requires_grad = entry.get("requires_grad", False)
+        if type(requires_grad) is not bool:
+            raise _bad(f'{where}["requires_grad"]', "must be true or false", requires_grad)
         layout = None
         if kind == "global":
-            layout = {"placement": entry.get("placement"), "sbp": entry.get("sbp")}
-        return ArraySpec(name, file, kind, dtype, tuple(shape),
-                         bool(entry.get("requires_grad", False)), layout)
+            layout = {"placement": _placement(entry, where), "sbp": _sbp(entry, where)}
+        return ArraySpec(name, file, kind, dtype, tuple(shape), requires_grad, layout)
+
+
+def _bad(field: str, why: str, value: Any) -> CheckpointError:
+    """The error for a malformed field of ``metadata.json``, naming it and its value."""
+    try:
+        shown = json.dumps(value)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return CheckpointError(f"malformed metadata.json: {field} {why}, got {shown}")
+
+
+def _field(entry: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...],
+           what: str) -> Any:
+    """``entry[key]``, which must be there and of type ``kind`` (bools are not ints)."""
+    if key not in entry:
+        raise CheckpointError(f"malformed metadata.json: {where} has no {json.dumps(key)}")
+    value = entry[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise _bad(f"{where}[{json.dumps(key)}]", f"must be {what}", value)
+    return value
+
+
+def _placement(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    placement = _field(entry, "placement", where, dict, "an object")
+    field = f'{where}["placement"]'
+    _field(placement, "type", field, str, "a string")
+    ranks = _field(placement, "ranks", field, list, "a list of ranks")
+    flat: list[Any] = numpy.asarray(ranks, dtype=object).ravel().tolist() if ranks else []
+    if (not ranks or any(type(r) is not int or r < 0 for r in flat)
+            or len(set(flat)) != len(flat)):
+        raise _bad(f'{field}["ranks"]', "must be a non-empty (nested) list of distinct ranks",
+                   ranks)
+    return placement
+
+
+def _sbp(entry: dict[str, Any], where: str) -> list[str]:
+    sbp = _field(entry, "sbp", where, list, "a list such as [\"S(0)\"]")
+    if not sbp or any(not isinstance(s, str) or not _SBP.fullmatch(s) for s in sbp):
+        raise _bad(f'{where}["sbp"]', 'must be a non-empty list of "S(dim)", "B" or "P"', sbp)
+    return sbp
 
 
 def file_names(names: Iterable[str]) -> list[str]:
@@ -134,22 +194,36 @@ def parse_metadata(meta: Any) -> tuple[list[ArraySpec], int]:
         meta: the parsed ``metadata.json``.
 
     Raises:
-        ValueError: not an mpiflow checkpoint, an unknown version, or a malformed field.
+        CheckpointError: not an mpiflow checkpoint, an unknown version, or a malformed field
+            (the message names the field).
     """
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"not an mpiflow checkpoint (its metadata has no \"format\": "
-                         f"\"{FORMAT}\")")
+        raise CheckpointError(f"not an mpiflow checkpoint (its metadata has no \"format\": "
+                              f"\"{FORMAT}\")")
     version = meta.get("version")
-    if version != VERSION:
-        raise ValueError(f"unknown checkpoint format version {version!r}: this mpiflow reads "
-                         f"version {VERSION}")
-    arrays, n_objects = meta.get("arrays"), meta.get("objects")
-    if not isinstance(arrays, list) or type(n_objects) is not int or n_objects < 0:
-        raise ValueError("malformed metadata: \"arrays\" must be a list and \"objects\" a count")
-    specs = [ArraySpec.from_json(a) for a in arrays]
+    if type(version) is not int or version != VERSION:
+        raise CheckpointError(f"unknown checkpoint format version {version!r}: this mpiflow "
+                              f"reads version {VERSION}")
+    top = "the top level"
+    if "mpiflow_version" in meta:
+        _field(meta, "mpiflow_version", top, str, "a string")
+    if "world_size" in meta:
+        size = _field(meta, "world_size", top, int, "a positive integer")
+        if size < 1:
+            raise _bad('"world_size"', "must be a positive integer", size)
+    arrays = _field(meta, "arrays", top, list, "a list")
+    n_objects = _field(meta, "objects", top, int, "a count")
+    if n_objects < 0:
+        raise _bad('"objects"', "must be a count", n_objects)
+    specs = [ArraySpec.from_json(a, f'"arrays"[{i}]') for i, a in enumerate(arrays)]
     if len({s.file.lower() for s in specs}) != len(specs):
-        raise ValueError("malformed metadata: two arrays share a file")
-    check_node(meta.get("tree"), len(specs), n_objects)
+        raise CheckpointError("malformed metadata.json: two arrays share a file")
+    if "tree" not in meta:
+        raise CheckpointError('malformed metadata.json: the top level has no "tree"')
+    try:
+        check_node(meta["tree"], len(specs), n_objects)
+    except ValueError as exc:
+        raise CheckpointError(f'malformed metadata.json: "tree": {exc}') from None
     return specs, n_objects
 
 

@@ -26,6 +26,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -101,46 +102,60 @@ def flatten(tree: Any, is_array: Callable[[Any], bool]) -> Flat:
 def check_node(node: Any, n_arrays: int, n_objects: int) -> None:
     """Raise ``ValueError`` unless ``node`` is a well-formed tree (for a checkpoint's metadata).
 
+    The message names the offending node by its path from the root (``["dict"]["w"]``). Dict
+    keys (the first of an ``items`` pair) must be hashable: a JSON value, an object, or a
+    tuple of such keys.
+
     Args:
         node: the structure, as read from JSON.
         n_arrays: the number of arrays it may refer to.
         n_objects: the number of objects it may refer to.
-    """
-    def bad(why: str) -> ValueError:
-        return ValueError(f"malformed structure in the metadata: {why}")
 
-    def walk(n: Any) -> None:
+    Examples:
+        >>> check_node({"items": [[{"list": []}, {"value": 1}]]}, 0, 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: ["items"][0][0] is a list, which cannot be a dict key
+    """
+    def bad(path: str, why: str) -> ValueError:
+        return ValueError(f"{path or 'the root'} {why}")
+
+    def walk(n: Any, path: str, in_key: bool) -> None:
         if not isinstance(n, dict) or len(n) != 1:
-            raise bad(f"expected a one-key object, got {str(n)[:80]}")
+            raise bad(path, f"must be a one-key object, got {str(n)[:80]}")
         (kind, body), = n.items()
+        here = f"{path}[{json.dumps(kind)}]"
+        if in_key and kind not in ("value", "object", "tuple"):
+            raise bad(path, f"is a{'n' if kind[0] in 'aeiou' else ''} {kind}, which cannot be "
+                            "a dict key")
         if kind in ("array", "object"):
             limit = n_arrays if kind == "array" else n_objects
             if type(body) is not int or not 0 <= body < limit:
-                raise bad(f"{kind} index {body!r} outside 0..{limit - 1}")
+                raise bad(here, f"is an index outside 0..{limit - 1}: {body!r}")
         elif kind == "value":
             if not _is_json(body):
-                raise bad(f"{body!r} is not a JSON scalar")
+                raise bad(here, f"must be a JSON scalar, got {body!r}")
         elif kind in ("list", "tuple"):
             if not isinstance(body, list):
-                raise bad(f"a {kind} must hold a list")
-            for item in body:
-                walk(item)
+                raise bad(here, "must be a list")
+            for i, item in enumerate(body):
+                walk(item, f"{here}[{i}]", in_key)
         elif kind == "dict":
             if not isinstance(body, dict):
-                raise bad("a dict must hold an object")
-            for v in body.values():
-                walk(v)
+                raise bad(here, "must be an object")
+            for k, v in body.items():
+                walk(v, f"{here}[{json.dumps(k)}]", False)
         elif kind == "items":
             if not isinstance(body, list) or any(
                     not isinstance(p, list) or len(p) != 2 for p in body):
-                raise bad("items must be [key, value] pairs")
-            for k, v in body:
-                walk(k)
-                walk(v)
+                raise bad(here, "must be a list of [key, value] pairs")
+            for i, (k, v) in enumerate(body):
+                walk(k, f"{here}[{i}][0]", True)
+                walk(v, f"{here}[{i}][1]", False)
         else:
-            raise bad(f"unknown kind {kind!r}")
+            raise bad(path, f"has an unknown kind {kind!r}")
 
-    walk(node)
+    walk(node, "", False)
 
 
 def skeleton(node: Node) -> Node:

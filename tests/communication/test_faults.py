@@ -143,8 +143,9 @@ def test_a_rank_that_exits_early_is_reported_not_waited_for(status: str, timeout
 
 
 def test_a_rank_that_calls_os_exit_says_so() -> None:
-    # os._exit skips atexit and MPI_Finalize; MPICH's mpiexec then stops the other ranks and
-    # may end the job with status 0, so the rank's own line is the report.
+    # os._exit skips atexit and MPI_Finalize; MPICH's mpiexec would then stop the other ranks
+    # and end the job with status 0, so the rank aborts the job instead (tests/communication/
+    # test_exits.py has the report).
     result = job(3, """
         import os, sys, time, numpy, mpiflow.distributed as dist
         x = numpy.ones(1)
@@ -158,6 +159,7 @@ def test_a_rank_that_calls_os_exit_says_so() -> None:
     assert "unreachable" not in result.stdout
     assert ("[rank 1] mpiflow: rank 1 called os._exit(0) at <string>:6 in <module>: it leaves "
             "without MPI_Finalize") in result.stderr, result.stderr
+    assert result.returncode == 1, result.stderr
 
 
 def test_os_exit_of_a_forked_child_stays_silent() -> None:

@@ -15,7 +15,7 @@ import pytest
 from helpers import run_job
 from numpy.testing import assert_array_equal
 
-from mpiflow.io import load
+from mpiflow.io import load, save
 
 # The logical values, the same in every job: uneven sizes for 4 and 3 ranks.
 PRELUDE = """
@@ -118,6 +118,9 @@ def test_a_rank_dying_in_the_middle_of_a_save_leaves_the_old_checkpoint(tmp_path
                        numpy.arange(13 * 7, dtype=numpy.float32).reshape(13, 7))
     # the partial new checkpoint stays in its temporary directory, never at `path`
     assert any(".ckpt.tmp-" in name for name in os.listdir(tmp_path))
+    save({"step": 3}, str(path))  # the next save of the path removes it
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
+    assert load(path) == {"step": 3}
 
 
 def test_checkpoint_bench_reports_bandwidths(tmp_path: Path) -> None:

@@ -15,8 +15,10 @@ from typing import Any
 
 from mpi4py import MPI
 
+from ..watchdog.exits import register_exit_check
 from .communicator import MPICommunicator, new_communicator
 from .interface import Communicator
+from .leftovers import unreceived_lines
 
 _WORLD_SIZE = MPI.COMM_WORLD.Get_size()
 
@@ -112,6 +114,7 @@ def _on_finalize(comm: MPI.Comm, keyval: int, value: Any) -> None:
         live.mpi_comm = _Finalized()  # type: ignore[assignment]
 
 
+register_exit_check(lambda: unreceived_lines(list(_live_comms)))
 _finalize_key = MPI.Comm.Create_keyval(delete_fn=_on_finalize)
 MPI.COMM_SELF.Set_attr(_finalize_key, True)
 

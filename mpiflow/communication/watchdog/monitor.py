@@ -55,6 +55,7 @@ from typing import Any
 from mpi4py import MPI
 
 from ... import runtime as _runtime
+from . import exits
 from .report import describe_group, format_report, ranks_text  # noqa: F401
 from .sites import (  # noqa: F401  (registration API and helpers, re-exported)
     PACKAGE_DIR,
@@ -354,15 +355,23 @@ class Watchdog:
         self.exited[src] = {"how": notice.get("how"), "seen": now}
 
     def _serve(self, now: float) -> None:
-        while (got := self._receive()) is not None:
-            tag, src, payload = got
-            if tag == _TAG_QUERY:
-                self._answer(src, now)
-            elif tag == _TAG_EXIT:
-                self._record_exit(src, payload, now)
-            elif tag == _TAG_SKIP:
-                _record_skip(src, payload, now)
+        while self.serve_once(now):
+            pass
         self._finish_sends(0.0)
+
+    def serve_once(self, now: float) -> bool:
+        """Read one message of the side channel and act on it; False if there was none."""
+        got = self._receive()
+        if got is None:
+            return False
+        tag, src, payload = got
+        if tag == _TAG_QUERY:
+            self._answer(src, now)
+        elif tag == _TAG_EXIT:
+            self._record_exit(src, payload, now)
+        elif tag == _TAG_SKIP:
+            _record_skip(src, payload, now)
+        return True
 
     def _finish_sends(self, wait: float) -> None:
         deadline = time.monotonic() + wait
@@ -544,7 +553,7 @@ def start(timeout: float | None = None) -> None:
             _side.Set_name("mpiflow watchdog")
     if not _exit_hook_installed:
         atexit.register(_at_exit)
-        _runtime.on_os_exit(_at_exit)  # os._exit runs no atexit hook
+        _runtime.on_os_exit(_at_os_exit)  # os._exit runs no atexit hook
         _exit_hook_installed = True
     set_timeout(seconds)
 
@@ -554,8 +563,10 @@ def stop() -> None:
     set_timeout(0)
 
 
-def _at_exit() -> None:
-    """Before MPI_Finalize: stop the thread, then tell the other ranks that this one exits."""
+def _at_exit(os_exit: bool = False) -> None:
+    """Before MPI_Finalize: stop the thread, tell the other ranks that this one exits, and
+    wait (at most ``exits.EXIT_GATHER`` s) to hear the same from them: then run the exit
+    checks, or, leaving by ``os._exit`` while some have not finished, abort the job."""
     global _dog
     dog, _dog = _dog, None
     if dog is None:
@@ -564,8 +575,23 @@ def _at_exit() -> None:
     if dog.side is None or dog.size > MAX_EXIT_NOTICES or MPI.Is_finalized():
         return
     how = _runtime.exit_description()
-    with contextlib.suppress(Exception):
-        for r in range(dog.size):
-            if r != dog.rank:
-                dog._sends.append(dog.side.isend({"how": how}, dest=r, tag=_TAG_EXIT))
+    others = [r for r in range(dog.size) if r != dog.rank]
+    try:
+        for r in others:
+            dog._sends.append(dog.side.isend({"how": how}, dest=r, tag=_TAG_EXIT))
         dog._finish_sends(EXIT_WAIT)
+        running = exits.gather_exits(lambda: dog.serve_once(time.monotonic()), others,
+                                     lambda: set(dog.exited))
+    except Exception:
+        return
+    if running and os_exit:
+        status = _runtime.exit_status()
+        code = status if type(status) is int and 0 < status < 256 else 1
+        _runtime.abort_job(exits.os_exit_report(dog.rank, how, running, exits.EXIT_GATHER),
+                           code)
+    if not running:
+        exits.run_exit_checks(dog.rank)
+
+
+def _at_os_exit() -> None:
+    _at_exit(os_exit=True)
