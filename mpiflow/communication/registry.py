@@ -148,5 +148,6 @@ NOT_COLLECTIVES: dict[str, dict[str, str]] = {
     "torch": {
         "getBackendName": "a query", "name": "a query", "group_name": "a query",
         "group_desc": "a query", "communicator": "the group's MPICommunicator",
+        "shutdown": "frees the group's communicator (destroy_process_group calls it)",
     },
 }
