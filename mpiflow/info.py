@@ -15,6 +15,7 @@ from .communication.gpu.transport import (
     describe_transport,
     nccl_status,
 )
+from .communication.mpi.quirks import describe_quirks, library_quirks
 
 __all__ = ["collect", "cuda_aware_mpi", "format_report"]
 
@@ -74,6 +75,7 @@ def collect() -> dict[str, str]:
         "MPI library": library,
         "MPI standard": f"{major}.{minor}",
         "thread level": _THREAD_LEVELS.get(MPI.Query_thread(), str(MPI.Query_thread())),
+        "reductions unlike numpy": describe_quirks(library_quirks()),
         "world size": str(topo.size),
         "nodes": str(topo.node_size),
         "ranks on this node": str(topo.local_size),
