@@ -65,7 +65,9 @@ def collect() -> dict[str, str]:
 
     topo = _runtime.topology
     cupy_version, nccl = _cupy_status()
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    # Open MPI's string ends in a NUL byte, which made the report a "binary file" to grep.
+    version = MPI.Get_library_version().replace("\0", "").strip()
+    library = " ".join(version.splitlines()[0].split())
     major, minor = MPI.Get_version()
     return {
         "mpiflow": __version__,

@@ -133,9 +133,10 @@ def check_tag(tag: Any) -> int:
     return int(tag)
 
 
-def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
+def p2p_error(exc: MPI.Exception | OverflowError, what: str, peer: int | None, tag: Any,
               buf: Array | None = None) -> Exception:
-    """The clear error for what MPI raised in a send or receive (see :func:`check_tag`)."""
+    """The clear error for what MPI (or mpi4py, an ``OverflowError`` for a tag past a C int)
+    raised in a send or receive (see :func:`check_tag`)."""
     if MPI.Is_finalized():
         return RuntimeError(f"{what}: MPI is finalized; mpiflow cannot communicate after "
                             "MPI.Finalize()")
@@ -143,7 +144,8 @@ def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
         check_tag(tag)
     except (TypeError, ValueError) as bad:
         return bad
-    if buf is not None and exc.Get_error_class() == MPI.ERR_TRUNCATE:
+    if (buf is not None and isinstance(exc, MPI.Exception)
+            and exc.Get_error_class() == MPI.ERR_TRUNCATE):
         return MessageSizeError(peer, tag, buf, None)
     return exc
 
@@ -494,7 +496,9 @@ class MPICommunicator(Communicator):
             try:
                 if self.fast.send(buf, dst, tag):
                     return None
-            except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+            # A bad tag: MPI refused before sending anything (mpi4py's OverflowError for one
+            # past a C int, where TAG_UB is the largest int: Open MPI).
+            except (MPI.Exception, OverflowError) as exc:
                 raise p2p_error(exc, "send", dst, tag) from None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.send(buf, dst, tag, async_op)
