@@ -14,6 +14,7 @@ MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 # The variables a launcher gives the processes of a job (their rank, size, server): a job the
 # tests start must not see those of the job running the tests.
 LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "PRTE_", "MV2_", "SLURM_")
+_LAUNCHER_PREFIXES = LAUNCHER_PREFIXES  # the old name, for tests not moved to job_env() yet
 # ...but these are settings of the person running them, which every job needs again: Open
 # MPI refuses root without the first two, and more ranks than cores without the third.
 KEPT_SETTINGS = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
