@@ -82,7 +82,9 @@ def launcher_size(environ: dict[str, str] | None = None) -> tuple[int, str]:
 
 def mismatch_message(announced: int, who: str) -> str:
     """Explain a launcher/MPI-library mismatch and how to fix it."""
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    # Open MPI's string ends in a NUL byte, which made the report a "binary file" to grep.
+    version = MPI.Get_library_version().replace("\0", "").strip()
+    library = " ".join(version.splitlines()[0].split())
     on_path = shutil.which("mpiexec")
     own = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     lines = [

@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from ..communication import ReduceOp
+from ..communication import ReduceOp, reduce_plan
 from ..communication import Work as MPIWork
 from ..communication.mpi.communicator import MPICommunicator
 from ..communication.watchdog.monitor import mark_call
@@ -80,10 +80,14 @@ _OPS = {
 
 _SUM = _RedOpType.SUM
 _MPI_SUM = MPI.SUM
-# The dtypes every MPI library sums natively: the all-reduce fast path hands MPI their memory.
-_MPI_SUMMED = {torch.float32: MPI.FLOAT, torch.float64: MPI.DOUBLE, torch.int32: MPI.INT32_T,
-               torch.int64: MPI.INT64_T, torch.int16: MPI.INT16_T, torch.int8: MPI.INT8_T,
-               torch.uint8: MPI.UINT8_T}
+# The dtypes this MPI library sums natively, with numpy's values (datatypes' probe: Open MPI
+# saturates 8- and 16-bit sums): the all-reduce fast path hands MPI their memory.
+_MPI_SUMMED = {dtype: datatype for dtype, datatype, name in (
+    (torch.float32, MPI.FLOAT, "float32"), (torch.float64, MPI.DOUBLE, "float64"),
+    (torch.int32, MPI.INT32_T, "int32"), (torch.int64, MPI.INT64_T, "int64"),
+    (torch.int16, MPI.INT16_T, "int16"), (torch.int8, MPI.INT8_T, "int8"),
+    (torch.uint8, MPI.UINT8_T, "uint8"))
+    if reduce_plan(name, ReduceOp.SUM).datatype is None}
 
 
 def _reduce_op(op: Any, dtype: torch.dtype) -> tuple[ReduceOp, Any]:

@@ -7,7 +7,6 @@ on stderr. They start their own jobs, so they run in the 1-rank session only.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import textwrap
 import time
 
 import pytest
-from helpers import _LAUNCHER_PREFIXES, MPIEXEC, Job, run_job
+from helpers import MPIEXEC, Job, job_env, run_job
 
 TIMEOUT = 3  # the watchdog's, in the jobs
 FAST = {"MPIFLOW_TIMEOUT": str(TIMEOUT)}
@@ -246,7 +245,7 @@ def test_ctrl_c_while_every_rank_is_blocked_reports_and_aborts() -> None:
         else:
             dist.barrier()
     """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env = job_env()
     env["MPIFLOW_TIMEOUT"] = "600"
     proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-c", code], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

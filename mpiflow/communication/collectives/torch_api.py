@@ -436,7 +436,9 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
         try:
             if _fast.send(tensor, dst, tag):
                 return
-        except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+        # A bad tag: MPI refused before sending anything (mpi4py's OverflowError for one past
+        # a C int, where TAG_UB is the largest int: Open MPI).
+        except (MPI.Exception, OverflowError) as exc:
             raise p2p_error(exc, "send", dst, tag) from None
     check_tag(tag)
     g = resolve_group(group)
@@ -475,7 +477,8 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
         try:
             if _fast.recv(tensor, src, tag):
                 return src
-        except MPI.Exception as exc:  # a message larger than tensor, a tag above TAG_UB
+        # A message larger than tensor, a tag above TAG_UB (an OverflowError past a C int)
+        except (MPI.Exception, OverflowError) as exc:
             raise p2p_error(exc, "recv", src, tag, tensor) from None
     check_tag(tag)
     g = resolve_group(group)

@@ -109,9 +109,10 @@ def check_tag(tag: Any) -> int:
     return int(tag)
 
 
-def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
+def p2p_error(exc: MPI.Exception | OverflowError, what: str, peer: int | None, tag: Any,
               buf: Array | None = None) -> Exception:
-    """The clear error for what MPI raised in a send or receive (see :func:`check_tag`)."""
+    """The clear error for what MPI (or mpi4py, an ``OverflowError`` for a tag past a C int)
+    raised in a send or receive (see :func:`check_tag`)."""
     if MPI.Is_finalized():
         return RuntimeError(f"{what}: MPI is finalized; mpiflow cannot communicate after "
                             "MPI.Finalize()")
@@ -119,7 +120,8 @@ def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
         check_tag(tag)
     except (TypeError, ValueError) as bad:
         return bad
-    if buf is not None and exc.Get_error_class() == MPI.ERR_TRUNCATE:
+    if (buf is not None and isinstance(exc, MPI.Exception)
+            and exc.Get_error_class() == MPI.ERR_TRUNCATE):
         return MessageSizeError(peer, tag, buf, None)
     return exc
 

@@ -437,7 +437,9 @@ class MPICommunicator(Communicator):
             try:
                 if self.fast.send(buf, dst, tag):
                     return None
-            except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+            # A bad tag: MPI refused before sending anything (mpi4py's OverflowError for one
+            # past a C int, where TAG_UB is the largest int: Open MPI).
+            except (MPI.Exception, OverflowError) as exc:
                 raise p2p_error(exc, "send", dst, tag) from None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.send(buf, dst, tag, async_op)
