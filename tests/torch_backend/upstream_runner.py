@@ -47,6 +47,12 @@ GLOO_ONLY = {
     "test_monitored_barrier_wait_all_ranks": "monitored_barrier: gloo only",
     "test_ddp_build_debug_param_to_name_mapping": "its group is made with backend='gloo'",
 }
+# These build their model only `if BACKEND == "mpi" or BACKEND == "gloo"` (test code).
+GLOO_ONLY.update(dict.fromkeys(
+    ["test_accumulate_gradients_no_sync", "test_accumulate_gradients_no_sync_allreduce_hook",
+     "test_accumulate_gradients_no_sync_allreduce_with_then_hook",
+     "test_accumulate_gradients_no_sync_grad_is_view"],
+    "its model exists only when BACKEND is 'mpi' or 'gloo'"))
 SKIP_CODES: set[int] = set()
 LIMIT = 120  # seconds a job may go without finishing a test before it counts as hung
 
