@@ -5,6 +5,8 @@ Package-internal helpers of :mod:`.process_group`, one step each; none communica
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -19,7 +21,8 @@ from ..core.torch_arrays import Post, chain, check_writable
 from .work import DoneWork, PendingWork
 
 __all__ = ["DONE", "all_of", "barrier_limit", "contiguous", "flat", "flat_view", "mpi_work",
-           "plain", "plain_pair", "premul", "scatter_rows", "then", "with_async"]
+           "overlap_enabled", "plain", "plain_pair", "premul", "scatter_rows", "then",
+           "with_async"]
 
 TORCH_DEFAULT_TIMEOUT = getattr(dist, "default_pg_timeout", None)
 
@@ -131,3 +134,27 @@ def mpi_work(requests: list[MPI.Request], keep: Any) -> MPIWork:
         return bool(MPI.Request.Testall(list(reqs)))
 
     return MPIWork(requests, None, keep, wait_all, test_all)
+
+
+def overlap_enabled() -> bool:
+    """Whether ``MPIFLOW_TORCH_OVERLAP=1`` asks for non-blocking asynchronous collectives."""
+    return os.environ.get("MPIFLOW_TORCH_OVERLAP", "0").strip().lower() in ("1", "yes", "true",
+                                                                          "on")
+
+
+class _AsyncOption:
+    """``opts.asyncOp`` for torch releases whose option structs lack it: True, as those
+    releases treated every operation as asynchronous (the caller waits)."""
+
+    def __get__(self, opts: Any, owner: Any = None) -> bool:
+        return True
+
+
+for _name in ("AllreduceOptions", "BroadcastOptions", "AllgatherOptions", "ReduceOptions",
+              "ReduceScatterOptions", "GatherOptions", "ScatterOptions", "AllToAllOptions",
+              "BarrierOptions", "AllreduceCoalescedOptions"):
+    _cls = getattr(dist, _name, None)
+    if _cls is not None and not hasattr(_cls(), "asyncOp"):
+        # Older torch: a plain attribute lookup must still answer (pybind classes take it).
+        with contextlib.suppress(Exception):
+            _cls.asyncOp = _AsyncOption()

@@ -26,7 +26,6 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -50,6 +49,7 @@ from .plumbing import (
     flat,
     flat_view,
     mpi_work,
+    overlap_enabled,
     plain,
     plain_pair,
     premul,
@@ -100,35 +100,11 @@ def _reduce_op(op: Any, dtype: torch.dtype) -> tuple[ReduceOp, Any]:
     return mine, (getattr(op, "factor", None) if kind == _RedOpType.PREMUL_SUM else None)
 
 
-def overlap_enabled() -> bool:
-    """Whether ``MPIFLOW_TORCH_OVERLAP=1`` asks for non-blocking asynchronous collectives."""
-    return os.environ.get("MPIFLOW_TORCH_OVERLAP", "0").strip().lower() in ("1", "yes", "true",
-                                                                          "on")
-
-
 # torch's stubs type ProcessGroup's methods as the overloads its C++ binding exposes, not as
 # the Python-facing calls torch makes into a Python subclass; and its option structs are not
 # all in them. Both are used through Any.
 _ProcessGroup: Any = dist.ProcessGroup
 _opts: Any = dist
-
-
-class _AsyncOption:
-    """``opts.asyncOp`` for torch releases whose option structs lack it: True, as those
-    releases treated every operation as asynchronous (the caller waits)."""
-
-    def __get__(self, opts: Any, owner: Any = None) -> bool:
-        return True
-
-
-for _name in ("AllreduceOptions", "BroadcastOptions", "AllgatherOptions", "ReduceOptions",
-              "ReduceScatterOptions", "GatherOptions", "ScatterOptions", "AllToAllOptions",
-              "BarrierOptions", "AllreduceCoalescedOptions"):
-    _cls = getattr(dist, _name, None)
-    if _cls is not None and not hasattr(_cls(), "asyncOp"):
-        # Older torch: a plain attribute lookup must still answer (pybind classes take it).
-        with contextlib.suppress(Exception):
-            _cls.asyncOp = _AsyncOption()
 
 
 class ProcessGroupMPIFlow(_ProcessGroup):
