@@ -16,6 +16,10 @@ MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "PRTE_", "MV2_", "SLURM_")
 # ...but these are settings of the person running them, which every job needs again: Open
 # MPI refuses root without the first two, and more ranks than cores without the third.
+# torchrun's variables that the auto-load hook set in this (test) process from its own launch:
+# a new job is a new launch, whose ranks must not inherit them.
+FRESH_JOB_DROPS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                   "MPIFLOW_LAUNCHER_ENV")
 KEPT_SETTINGS = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
                  "PRTE_MCA_rmaps_default_mapping_policy")
 
@@ -24,7 +28,8 @@ def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment for a new mpiexec job: no launcher variables but the
     settings in ``KEPT_SETTINGS``, and ``extra``."""
     env = {k: v for k, v in os.environ.items()
-           if k in KEPT_SETTINGS or not k.startswith(LAUNCHER_PREFIXES)}
+           if (k in KEPT_SETTINGS or not k.startswith(LAUNCHER_PREFIXES))
+           and k not in FRESH_JOB_DROPS}
     env.update(extra or {})
     return env
 

@@ -144,7 +144,7 @@ NOT_COLLECTIVES: dict[str, dict[str, str]] = {
         "sync_gradients": "a composite of all_reduce (the parallel layer)",
         "sync_initial_weights": "a composite of broadcast (the parallel layer)",
     },
-    "comm": {},
+    "comm": {"from_mpi4py": "wraps a user's mpi4py communicator as a group (a duplicate)"},
     "torch": {
         "getBackendName": "a query", "name": "a query", "group_name": "a query",
         "group_desc": "a query", "communicator": "the group's MPICommunicator",
