@@ -57,6 +57,13 @@ def test_the_default_communicator_is_sampled(monkeypatch: pytest.MonkeyPatch) ->
         assert type(new_communicator(MPI.COMM_SELF.Dup())) is kind
 
 
+def test_one_rank_keeps_its_fast_paths() -> None:
+    comm = SampledMPICommunicator(MPI.COMM_SELF.Dup())
+    x = numpy.ones(3)
+    comm.all_reduce(x)  # the general path meets SUM of float64 first
+    assert comm.fast.all_reduce(x, ReduceOp.SUM)  # then not declined: nothing is checked
+
+
 def fresh() -> SampledMPICommunicator:
     return SampledMPICommunicator(MPI.COMM_WORLD.Dup())
 
