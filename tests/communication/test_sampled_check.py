@@ -163,3 +163,16 @@ def test_the_issue_probes_fail_a_default_job_with_a_clear_error_on_every_rank() 
     off = run_job(2, code, timeout=60, env={"MPIFLOW_CHECK": "off"})
     assert off.returncode == 0 and off.stdout.count("unreachable") == 2  # the silent case
 
+
+
+@pytest.mark.mpi(min_size=2)
+def test_new_group_called_on_some_ranks_only_is_named() -> None:
+    comm = fresh()
+    if RANK == 0:  # as dist.new_group([0]) on rank 0 only: a split of the world
+        raises_everywhere(lambda: comm.split([0]), "split", "they differ in: operation")
+    else:
+        raises_everywhere(lambda: comm.all_reduce(numpy.ones(2)), "rank 0: split",
+                          "all_reduce(dtype=float64")
+    x = numpy.ones(2)
+    comm.all_reduce(x)  # in step again
+    assert (x == SIZE).all()
