@@ -7,6 +7,12 @@ the ``mpiflow`` package because importing anything inside it would import ``mpif
 start MPI). ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns every such hook off; ``import
 mpiflow.torch`` registers the same things explicitly.
 
+Under an MPI launcher it also sets torchrun's ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``LOCAL_WORLD_SIZE`` and ``GROUP_RANK`` from the launcher's own variables
+(:mod:`mpiflow.core.launcher_env`, loaded from its file so that ``mpiflow`` is not imported),
+never replacing values already set: torch programs that read them before
+``init_process_group`` run unchanged under ``mpiexec`` and ``srun``.
+
 The rendezvous: ``init_method="mpi://"`` takes rank, world size and a store from MPI
 (:mod:`mpiflow.torch.rendezvous`); the default ``env://`` does the same when ``MASTER_ADDR``
 is unset (where torch's own handler would fail) and is torch's own otherwise.
@@ -14,12 +20,15 @@ is unset (where torch's own handler would fail) and is torch's own otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["autoload", "install_rendezvous"]
+__all__ = ["autoload", "install_rendezvous", "set_torchrun_env"]
 
 
 def _create(opts: Any, pg_options: Any = None) -> Any:
@@ -57,9 +66,30 @@ def install_rendezvous() -> None:
         handlers["env"] = _env_or_mpi(env)
 
 
+def set_torchrun_env() -> None:
+    """Set torchrun's variables from the MPI launcher's, where they are unset (no MPI start)."""
+    name = "_mpiflow_launcher_env"
+    module = sys.modules.get(name)
+    if module is None:
+        package = importlib.util.find_spec("mpiflow")  # finds it; does not run its __init__
+        locations = package.submodule_search_locations if package is not None else None
+        if not locations:
+            return
+        path = os.path.join(next(iter(locations)), "core", "launcher_env.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    os.environ.update(module.torchrun_env(os.environ))
+
+
 def autoload() -> None:
     """Register the ``"mpiflow"`` backend and rendezvous lazily; never raises (an exception
     here would make ``import torch`` fail)."""
+    with contextlib.suppress(Exception):
+        set_torchrun_env()
     try:
         import torch.distributed as dist
 

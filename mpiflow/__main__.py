@@ -1,4 +1,5 @@
-"""``python -m mpiflow info``: what mpiflow runs on (printed by rank 0 only)."""
+"""``python -m mpiflow info``: what mpiflow runs on; ``python -m mpiflow ops``: the table of
+registered ops (dtypes, layout signatures, gradient). Printed by rank 0 only."""
 
 from __future__ import annotations
 
@@ -7,12 +8,19 @@ import sys
 
 from . import env
 from .info import collect, format_report
+from .ops import registry
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mpiflow", description=__doc__)
-    parser.add_argument("command", choices=["info"], help="what to do")
-    parser.parse_args(argv)
+    parser.add_argument("command", choices=["info", "ops"],
+                        help="info: what mpiflow runs on; ops: the registered ops")
+    args = parser.parse_args(argv)
+    if args.command == "ops":
+        table = registry.format_table()  # pure: every rank may build it
+        if env.get_rank() == 0:
+            print(table)
+        return 0
     if env.get_rank() == 0:
         print(format_report(collect()))
     return 0

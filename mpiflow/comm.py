@@ -22,7 +22,7 @@ import numpy
 from .communication import ReduceOp
 from .communication.collectives import deterministic
 from .communication.collectives import torch_api as _c
-from .communication.mpi.group import world_comm, world_group
+from .communication.mpi.group import ProcessGroup, group_from_mpi4py, world_comm, world_group
 from .core.torch_arrays import is_torch_tensor, numpy_dtype
 from .dtypes import DType
 from .tensors.tensor import Tensor
@@ -34,6 +34,7 @@ __all__ = [
     "all_to_all",
     "barrier",
     "broadcast",
+    "from_mpi4py",
     "gather",
     "recv",
     "reduce",
@@ -299,3 +300,27 @@ def _array_module_of(device: Any) -> Any:
     from .tensors.creation import check_device
 
     return check_device(None, device)
+
+
+def from_mpi4py(comm: Any) -> ProcessGroup:
+    """Hand mpiflow an mpi4py communicator the program made itself.
+
+    The group runs mpiflow's collectives over ``comm``'s processes, in ``comm``'s rank order
+    (pass it as ``group=`` to :mod:`mpiflow.distributed`'s functions). Collective over
+    ``comm`` only; mpiflow talks on a duplicate of it, so the program's own messages on
+    ``comm`` never mix with mpiflow's.
+
+    Args:
+        comm: an ``mpi4py.MPI.Intracomm`` (``COMM_WORLD.Split(...)``, ``Create_group``...).
+
+    Returns:
+        The process group.
+
+    Examples:
+        >>> from mpi4py import MPI
+        >>> import numpy, mpiflow as flow, mpiflow.distributed as dist
+        >>> half = flow.comm.from_mpi4py(MPI.COMM_WORLD.Split(MPI.COMM_WORLD.Get_rank() % 2))
+        >>> x = numpy.ones(2)
+        >>> dist.all_reduce(x, group=half)   # summed over this rank's half of the world
+    """
+    return group_from_mpi4py(comm)

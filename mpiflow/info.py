@@ -15,6 +15,7 @@ from .communication.gpu.transport import (
     describe_transport,
     nccl_status,
 )
+from .communication.mpi.quirks import describe_quirks, library_quirks
 
 __all__ = ["collect", "cuda_aware_mpi", "format_report"]
 
@@ -64,7 +65,9 @@ def collect() -> dict[str, str]:
 
     topo = _runtime.topology
     cupy_version, nccl = _cupy_status()
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    # Open MPI's string ends in a NUL byte, which made the report a "binary file" to grep.
+    version = MPI.Get_library_version().replace("\0", "").strip()
+    library = " ".join(version.splitlines()[0].split())
     major, minor = MPI.Get_version()
     return {
         "mpiflow": __version__,
@@ -74,6 +77,7 @@ def collect() -> dict[str, str]:
         "MPI library": library,
         "MPI standard": f"{major}.{minor}",
         "thread level": _THREAD_LEVELS.get(MPI.Query_thread(), str(MPI.Query_thread())),
+        "reductions unlike numpy": describe_quirks(library_quirks()),
         "world size": str(topo.size),
         "nodes": str(topo.node_size),
         "ranks on this node": str(topo.local_size),

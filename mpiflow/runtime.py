@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from mpi4py import MPI
 
+from .core.launcher_env import LauncherValues, launcher_values, torchrun_env
 from .layouts import placement
 
 __all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description", "exit_status",
@@ -81,7 +82,9 @@ def launcher_size(environ: dict[str, str] | None = None) -> tuple[int, str]:
 
 def mismatch_message(announced: int, who: str) -> str:
     """Explain a launcher/MPI-library mismatch and how to fix it."""
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    # Open MPI's string ends in a NUL byte, which made the report a "binary file" to grep.
+    version = MPI.Get_library_version().replace("\0", "").strip()
+    library = " ".join(version.splitlines()[0].split())
     on_path = shutil.which("mpiexec")
     own = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     lines = [
@@ -291,3 +294,9 @@ world: MPI.Comm = MPI.COMM_WORLD
 _check_launcher(world)
 topology: Topology = _discover_topology(world)
 placement.set_world_size(topology.size)
+if topology.size > 1 or launcher_values(os.environ) is not None:
+    # torchrun's RANK, LOCAL_RANK, ... for programs that read them, from MPI's own view
+    # (never replacing a user's). A plain `python x.py` is left alone.
+    os.environ.update(torchrun_env(os.environ, LauncherValues(
+        "MPI", topology.rank, topology.size, topology.local_rank, topology.local_size,
+        topology.node_rank)))

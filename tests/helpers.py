@@ -11,7 +11,27 @@ from dataclasses import dataclass
 import numpy
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-_LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "MV2_", "SLURM_")
+# The variables a launcher gives the processes of a job (their rank, size, server): a job the
+# tests start must not see those of the job running the tests.
+LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "PRTE_", "MV2_", "SLURM_")
+# ...but these are settings of the person running them, which every job needs again: Open
+# MPI refuses root without the first two, and more ranks than cores without the third.
+# torchrun's variables that the auto-load hook set in this (test) process from its own launch:
+# a new job is a new launch, whose ranks must not inherit them.
+FRESH_JOB_DROPS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                   "MPIFLOW_LAUNCHER_ENV")
+KEPT_SETTINGS = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                 "PRTE_MCA_rmaps_default_mapping_policy")
+
+
+def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment for a new mpiexec job: no launcher variables but the
+    settings in ``KEPT_SETTINGS``, and ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if (k in KEPT_SETTINGS or not k.startswith(LAUNCHER_PREFIXES))
+           and k not in FRESH_JOB_DROPS}
+    env.update(extra or {})
+    return env
 
 
 def rank_data(shape: tuple[int, ...], dtype: object, rank: int, salt: int = 0) -> numpy.ndarray:
@@ -40,8 +60,7 @@ def run_job(ranks: int, code: str, timeout: float = 60, env: dict[str, str] | No
     cmd = (launcher if launcher is not None else [MPIEXEC, "-n", str(ranks)])
     cmd = [*cmd, sys.executable, "-c", code]
     # The launcher's variables of the job running the tests must not leak into the new job.
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
-    full_env.update(env or {})
+    full_env = job_env(env)
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
     return Job(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)

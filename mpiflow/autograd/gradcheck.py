@@ -78,8 +78,9 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
         fn: a function of the inputs returning a tensor or a tuple of tensors (non-floating
             outputs are ignored).
         inputs: a tensor or a sequence of tensors and other arguments. Tensors that require
-            grad are checked; they are copied to float64 first (same layout), so ``fn`` runs
-            in float64 where it keeps its inputs' dtype.
+            grad are checked; floating tensors are copied to float64 first (same layout), so
+            ``fn`` runs in float64 where it keeps its inputs' dtype; integer and bool tensors
+            (indices, masks) are passed as they are.
         eps: the finite-difference step.
         atol, rtol: an element passes when ``|analytic - numeric| <= atol + rtol * |numeric|``.
         seed: seeds the random weights of the outputs.
@@ -98,7 +99,9 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
         True
     """
     items = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
-    args = [_float64_leaf(a) if isinstance(a, Tensor) else a for a in items]
+    # floating tensors in float64; integer and bool ones (indices, masks) stay as they are
+    args = [_float64_leaf(a) if isinstance(a, Tensor) and a.dtype.is_floating_point else a
+            for a in items]
     checked = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
     if not checked:
         raise ValueError("gradcheck: no input tensor requires grad")

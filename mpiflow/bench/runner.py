@@ -187,7 +187,7 @@ def run(settings: Settings,
 
 def describe_run(settings: Settings) -> dict[str, Any]:
     """What the run ran on and how it timed, for the report header and the JSON file."""
-    library = MPI.Get_library_version().strip().splitlines()[0]
+    library = MPI.Get_library_version().replace("\0", "").strip().splitlines()[0]
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "host": platform.node(),

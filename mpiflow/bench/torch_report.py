@@ -1,6 +1,6 @@
 """The tables of ``--suite torch``: one per collective, the DDP step, summaries and goals.
 
-Formatting only: :mod:`.torch_suite` measures and holds the results.
+Formatting only: :mod:`.torch_suite` measures, :mod:`.torch_results` holds the results.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from collections.abc import Sequence
 from .metrics import LARGE_BYTES
 from .plan import format_bytes
 from .report import approx_bytes, format_grid
-from .torch_suite import (
+from .torch_results import (
     ALL_REDUCE_GOALS,
     GOAL_RANKS,
-    ITEMSIZE,
-    SIDES,
     DDPStepResult,
     GoalCheck,
     TorchOpResult,
@@ -23,6 +21,7 @@ from .torch_suite import (
     TorchRow,
     goal_checks,
 )
+from .torch_suite import ITEMSIZE, SIDES
 
 __all__ = ["format_torch"]
 

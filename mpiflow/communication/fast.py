@@ -24,7 +24,7 @@ on this rank with the other thread's on another, and the results would be wrong 
 paths set around their collective's MPI call (a load and two stores, about 25 ns); a
 second thread that enters while it is set gets a ``RuntimeError`` naming the group and both
 threads (:func:`concurrent_use`) instead of joining the call. The general path
-(``MPICommunicator._run``) and debug mode check every other collective the same way.
+(``MPICommunicator.run``) and debug mode check every other collective the same way.
 Point-to-point calls are not checked: MPI matches them by source and tag, and one thread
 sending while another receives on a group is a legitimate pattern.
 
@@ -51,9 +51,9 @@ from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
 from .watchdog import monitor as watchdog
 from .watchdog.failure import collective_failed
-from .watchdog.monitor import mark_call
 from .watchdog.report import describe_group
 from .watchdog.skew import Skipped, resync
+from .watchdog.state import mark_call
 
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 
@@ -144,14 +144,19 @@ class FastPaths:
         native: ``{op: {dtype: MPI.Op}}``, the reductions MPI does natively with no staging or
             post-processing; filled in by the general path as it meets them (shared, not copied).
 
+    Attributes:
+        paths: the fast paths by name, whether or not their attributes are switched off
+            (:meth:`set_all`).
+
     Examples:
         >>> fast = FastPaths(MPI.COMM_WORLD.Dup(), {})
         >>> fast.broadcast(numpy.zeros(3), 0)
         True
     """
 
-    __slots__ = ("__weakref__", "_paths", "all_gather", "all_reduce", "all_reduce_at", "all_to_all",
-                 "broadcast", "comm", "in_use", "recv", "reduce_scatter", "send", "size")
+    __slots__ = ("__weakref__", "all_gather", "all_reduce", "all_reduce_at", "all_to_all",
+                 "broadcast", "comm", "in_use", "paths", "recv", "reduce_scatter", "send",
+                 "size")
 
     def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]],
                  due: list[int] | None = None) -> None:
@@ -347,23 +352,27 @@ class FastPaths:
         self.recv: Callable[[Any, int, int], bool] = recv
         self.all_reduce_at: Callable[[int, int, Any, Any], bool] = _all_reduce_at(
             comm, in_use, mark, allreduce, in_place, due)
-        self._paths = {name: getattr(self, name) for name in _PATHS}
+        self.paths = {name: getattr(self, name) for name in _PATHS}
         _live.add(self)
         if _paused:
-            self._set(never)
+            self.set_all(never)
 
     @classmethod
     def disabled(cls) -> FastPaths:
         """Fast paths that never apply, for a communicator that checks every call."""
         self = cls.__new__(cls)
-        self.size, self._paths, self.comm = 0, dict.fromkeys(_PATHS, never), None
+        self.size, self.paths, self.comm = 0, dict.fromkeys(_PATHS, never), None
         self.in_use = InUse()
-        self._set(never)
+        self.set_all(never)
         return self
 
-    def _set(self, path: Callable[..., bool] | None) -> None:
+    def set_all(self, path: Callable[..., bool] | None) -> None:
+        """Make every fast path ``path`` (:func:`never`: all off), or None: its own again.
+
+        :func:`pause` and :func:`resume` call it on every live FastPaths.
+        """
         for name in _PATHS:
-            setattr(self, name, self._paths[name] if path is None else path)
+            setattr(self, name, self.paths[name] if path is None else path)
 
 
 def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce: Any,
@@ -423,7 +432,7 @@ def _owner(frame: Any) -> FastPaths | None:
         return None
     local = frame.f_locals
     for fast in _live_paths():
-        for path in fast._paths.values():
+        for path in fast.paths.values():
             if getattr(path, "__code__", None) is code and _runs(path, local):
                 return fast
     return None
@@ -462,7 +471,7 @@ def pause() -> None:
     _paused += 1
     if _paused == 1:
         for fast in list(_live):
-            fast._set(never)
+            fast.set_all(never)
 
 
 def resume() -> None:
@@ -473,7 +482,7 @@ def resume() -> None:
     _paused -= 1
     if not _paused:
         for fast in list(_live):
-            fast._set(None)
+            fast.set_all(None)
 
 
 @contextlib.contextmanager

@@ -37,7 +37,8 @@ import numpy
 
 from .completion import Post, chain
 
-__all__ = ["Post", "chain", "host_array", "is_torch_tensor", "numpy_dtype", "stage"]
+__all__ = ["Post", "chain", "check_writable", "host_array", "is_torch_tensor", "numpy_dtype",
+           "stage"]
 
 
 
@@ -137,6 +138,26 @@ def _copy_back(dst: Any, src: Any) -> Post:
     return post
 
 
+def check_writable(t: Any, what: str = "output") -> None:
+    """Refuse an output tensor whose elements share memory (an ``expand``-ed, stride-0 view).
+
+    Several results would land in one memory cell, the last one winning: torch's in-place
+    operations refuse such tensors too. Contiguous tensors pass at the cost of one flag read.
+
+    Args:
+        t: the ``torch.Tensor`` a collective writes into.
+        what: the argument's name, for the error.
+
+    Raises:
+        ValueError: ``t`` overlaps itself.
+    """
+    if not t.is_contiguous() and _torch()._debug_has_internal_overlap(t) == 1:
+        raise ValueError(
+            f"{what} overlaps itself (shape {tuple(t.shape)}, strides {tuple(t.stride())}): "
+            f"several results would land in one element; pass a tensor whose elements have "
+            f"their own memory (.clone() or torch.empty)")
+
+
 def stage(t: Any, what: str = "tensor", *, reduce: bool = False,
           write: bool = False) -> tuple[Any, Post | None]:
     """The array a collective operates on for tensor ``t``, and the step that finishes it.
@@ -155,9 +176,12 @@ def stage(t: Any, what: str = "tensor", *, reduce: bool = False,
     Raises:
         TypeError: a dtype that cannot be reduced (integers narrower than their bits are fine;
             e.g. ``torch.float8_e4m3fn`` reduces through float32, quantized dtypes do not).
+        ValueError: ``write`` and ``t`` overlaps itself (:func:`check_writable`).
     """
     if t.requires_grad:
         t = t.detach()
+    if write:
+        check_writable(t, what)
     if t.is_cpu:  # flag reads: t.device builds a torch.device object (~1 us)
         if not reduce or numpy_dtype(t.dtype) is not None:
             return _cpu_view(t), None

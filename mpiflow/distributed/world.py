@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..communication.collectives.torch_api import resolve_group
-from ..communication.mpi.group import ProcessGroup, world_group
+from ..communication.mpi.group import ProcessGroup, group_from_mpi4py, world_group
 from ..communication.mpi.group import new_group as _new_group
 
 __all__ = [
@@ -164,15 +164,32 @@ def get_process_group_ranks(group: ProcessGroup) -> list[int]:
 
 
 def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: str | None = None,
-              pg_options: Any = None, **kwargs: Any) -> ProcessGroup:
+              pg_options: Any = None, *, comm: Any = None, **kwargs: Any) -> ProcessGroup:
     """Make a group of world ``ranks`` (None: all). Every rank of the world must call it.
+
+    With ``comm``, an mpi4py communicator the program made itself (``Split``...), the group
+    is that communicator's processes in its rank order, and only they call it
+    (:func:`mpiflow.comm.from_mpi4py`).
+
+    Args:
+        ranks: world ranks; None for all (or, with ``comm``, those of ``comm``).
+        timeout: accepted for torch's signature; unused.
+        backend: accepted for torch's signature; unused.
+        pg_options: accepted for torch's signature; unused.
+        comm: an mpi4py intracommunicator to make the group over.
+
+    Returns:
+        The group.
 
     Examples:
         >>> x = numpy.ones(3)
         >>> evens = dist.new_group([r for r in range(dist.get_world_size()) if r % 2 == 0])
         >>> dist.all_reduce(x, group=evens)   # a no-op on odd ranks
+        >>> from mpi4py import MPI
+        >>> mine = dist.new_group(comm=MPI.COMM_WORLD.Split(dist.get_rank() % 2))
+        >>> dist.all_reduce(x, group=mine)    # over the ranks of this rank's parity
     """
-    group = _new_group(ranks)
+    group = group_from_mpi4py(comm, ranks) if comm is not None else _new_group(ranks)
     if _connect_new_groups and group.comm is not None:
         _connect_nccl(group)
     return group

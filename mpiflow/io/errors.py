@@ -29,7 +29,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
-from ..communication.watchdog.monitor import watched
+from ..communication.watchdog.state import watched
 
 __all__ = ["CheckpointError", "agree", "agreed", "blocking"]
 

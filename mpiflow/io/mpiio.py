@@ -159,6 +159,20 @@ def write_array(comm: Any, path: str, header: bytes, dtype: numpy.dtype,
         _free(etype, filetype)
 
 
+def _check_size(size: int, path: str, offset: int, dtype: numpy.dtype,
+                shape: Sequence[int]) -> None:
+    """Raise the truncation error when the file is shorter than its header says.
+
+    The count that ``Read_all`` reports is not to be trusted for a short read: ROMIO (MPICH,
+    Intel MPI) and OMPIO (Open MPI) differ, and some report the whole count. The file's size
+    is the same on every rank and every library.
+    """
+    need = offset + dtype.itemsize * int(numpy.prod(shape, dtype=numpy.int64))
+    if size < need:
+        raise ValueError(f"{path} is truncated: it holds {size} bytes, its header and the "
+                         f"{tuple(shape)} {dtype} array it announces need {need}")
+
+
 def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Sequence[int],
                box: Box | None) -> numpy.ndarray:
     """Read this rank's region of a ``.npy`` file collectively (every rank of ``comm`` calls).
@@ -186,6 +200,8 @@ def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Seq
             fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
         ok = False
         try:
+            with agreed(comm, f"reading {path}"):
+                _check_size(fh.Get_size(), path, offset, dtype, shape)
             with agreed(comm, f"setting the file view of {path}"), \
                     blocking(f"checkpoint: MPI-IO Set_view of {path}", comm):
                 fh.Set_view(offset, etype, filetype)

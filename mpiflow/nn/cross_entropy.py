@@ -25,7 +25,7 @@ import numpy
 
 from ..core.array_module import array_module
 from ..ops.engine import Context, OpDef, Signature, apply
-from ..ops.reduction import SOFTMAX
+from ..ops.softmax import SOFTMAX
 from ..tensors.tensor import Tensor
 
 __all__ = ["cross_entropy_indices", "fits"]
@@ -103,8 +103,9 @@ def _no_layouts(*shapes: Shape, **_: Any) -> list[Signature]:
     return []  # local tensors only
 
 
+# Local-only (as linear's): the gradient rule works on the operands' arrays.
 CROSS_ENTROPY = OpDef("cross_entropy", _kernel, _shape, _no_layouts,
-                      lambda dtype, target_dtype, **_: dtype, _grad)
+                      lambda dtype, target_dtype, **_: dtype, _grad, local_only=True)
 
 
 def fits(input: Tensor, target: Tensor, weight: Any, reduction: str,

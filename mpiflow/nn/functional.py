@@ -42,9 +42,9 @@ from ..ops.pointwise import (
 from ..ops.pointwise import gelu as _gelu_erf
 from ..ops.pointwise import relu as _relu
 from ..ops.reduction import amax, mean, sum
-from ..ops.reduction import log_softmax as _log_softmax
-from ..ops.reduction import softmax as _softmax
 from ..ops.shape import flatten, reshape, squeeze, unsqueeze
+from ..ops.softmax import log_softmax as _log_softmax
+from ..ops.softmax import softmax as _softmax
 from ..tensors.creation import arange
 from ..tensors.random import rand
 from ..tensors.tensor import Tensor
@@ -69,7 +69,12 @@ def _broadcast_like(value: Tensor, like: Tensor) -> Tensor:
     return value
 
 
-def _check_reduction(reduction: str) -> None:
+def check_reduction(reduction: str) -> None:
+    """Raise ``ValueError`` unless ``reduction`` is ``"none"``, ``"mean"`` or ``"sum"``.
+
+    Examples:
+        >>> F.check_reduction("mean")
+    """
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
@@ -262,7 +267,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         >>> F.mse_loss(flow.tensor([1.0, 3.0]), flow.tensor([0.0, 0.0])).item()
         5.0
     """
-    _check_reduction(reduction)
+    check_reduction(reduction)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -274,7 +279,7 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         >>> F.l1_loss(flow.tensor([1.0, -3.0]), flow.tensor([0.0, 0.0])).item()
         2.0
     """
-    _check_reduction(reduction)
+    check_reduction(reduction)
     return _reduce(abs(input - target), reduction)
 
 
@@ -347,7 +352,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         >>> F.nll_loss(flow.tensor([[-1.0, -2.0]]), flow.tensor([1])).item()
         2.0
     """
-    _check_reduction(reduction)
+    check_reduction(reduction)
     input, target, unbatched = _batched(input, target)
     _check_targets(input, target, ignore_index)
     loss, chosen = _nll_parts(input, target, weight, ignore_index)
@@ -376,7 +381,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         >>> round(F.cross_entropy(flow.zeros(1, 4), flow.tensor([2])).item(), 4)
         1.3863
     """
-    _check_reduction(reduction)
+    check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if _ce.fits(input, target, weight, reduction, label_smoothing):
@@ -433,7 +438,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         >>> round(F.binary_cross_entropy_with_logits(flow.zeros(2), flow.ones(2)).item(), 4)
         0.6931
     """
-    _check_reduction(reduction)
+    check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
@@ -455,7 +460,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         >>> round(F.binary_cross_entropy(flow.tensor([0.5]), flow.tensor([1.0])).item(), 4)
         0.6931
     """
-    _check_reduction(reduction)
+    check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the "
                          f"input size ({list(input.shape)}) is deprecated. Please ensure they "

@@ -66,11 +66,21 @@ def calculate_gain(nonlinearity: str, param: Any = None) -> float:
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+def calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     """``(fan_in, fan_out)``: ``size(1)`` and ``size(0)`` times the receptive field.
+
+    Args:
+        tensor: a weight of at least 2 dims.
+
+    Returns:
+        The fan-in and the fan-out.
 
     Raises:
         ValueError: a tensor of fewer than 2 dims.
+
+    Examples:
+        >>> nn.init.calculate_fan_in_and_fan_out(flow.empty(8, 3, 2, 2))
+        (12, 32)
     """
     if tensor.ndim < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
@@ -79,10 +89,14 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
+# PyTorch's spelling (torch.nn.init._calculate_fan_in_and_fan_out), which ported code calls.
+_calculate_fan_in_and_fan_out = calculate_fan_in_and_fan_out
+
+
 def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
 
@@ -140,7 +154,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
         >>> bool((w.abs() <= (6 / 8) ** 0.5).all())
         True
     """
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
@@ -149,7 +163,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
 def xavier_normal_(tensor: Tensor, gain: float = 1.0,
                    generator: Generator | None = None) -> Tensor:
     """Glorot normal: ``N(0, std)`` with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
 

@@ -9,6 +9,8 @@ from .deterministic_sum import nansum, vdot
 from .engine import OpDef, apply
 from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
 from .indexing import __all__ as _indexing_all
+from .join import *  # noqa: F403
+from .join import __all__ as _join_all
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .pointwise import *  # noqa: F403
@@ -17,7 +19,9 @@ from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
+from .softmax import *  # noqa: F403
+from .softmax import __all__ as _softmax_all
 
-__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_linalg_all,
-           *_shape_all,
+__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
+           *_linalg_all, *_shape_all, *_join_all,
            *_indexing_all]

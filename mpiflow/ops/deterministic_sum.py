@@ -51,7 +51,7 @@ def _state_shape(shape: Shape, *, dims: Dims, keepdim: bool, pairs: bool, **_: A
 
 def _state_layouts(shape: Shape, *, dims: Dims, keepdim: bool, **_: Any) -> list[Signature]:
     """A kept split stays one; a split reduced dim leaves partial states (exact integer sums)."""
-    from .reduction import P_SUM
+    from .reduction_rules import P_SUM
 
     kept = [((Split(d),), Split(d if keepdim else d - builtins.sum(r < d for r in dims)))
             for d in range(len(shape)) if d not in dims]
@@ -109,7 +109,7 @@ EXACT_ROUND = OpDef("exact_round", _round_kernel, _round_shape, _round_layouts,
 def _sum_rule(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
               divisor: int = 1, **_: Any) -> tuple[Tensor]:
     """The gradient of a sum (over ``divisor`` for means): ``g`` broadcast to the input."""
-    from .reduction import unreduce
+    from .reduction_rules import unreduce
 
     x = operands[0]
     g = unreduce(g, dims, keepdim)
@@ -176,10 +176,11 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
         3.0
     """
     from . import reduction as red
+    from .reduction_rules import reduction_dims
 
     if dtype is not None:
         input = pw.cast(input, dtype)
-    dims = red._dims(dim, input.ndim)
+    dims = reduction_dims(dim, input.ndim)
     if enabled(input):
         return exact_sum(input, dims, keepdim, nan_as_zero=True)
     if input.dtype.numpy.kind in "fc":
@@ -288,9 +289,9 @@ def exact_norm2(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor
         >>> exact_norm2(flow.tensor([3.0, 4.0])).item()
         5.0
     """
-    from . import reduction as red
+    from .reduction_rules import reduction_dims
 
-    dims = red._dims(dim, input.ndim)
+    dims = reduction_dims(dim, input.ndim)
     squares, err = _exact_products(input, input)
     total = exact_sum(squares, dims, keepdim, out_dtype=numpy.float64, extra=err)
     return pw.cast(pw.sqrt(total), input.dtype.numpy)

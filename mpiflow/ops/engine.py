@@ -32,6 +32,7 @@ from ..layouts.shards import local_shape
 from ..runtime import topology
 from ..tensors.tape import record
 from ..tensors.tensor import Size, Tensor
+from .registry import register
 
 __all__ = ["B", "Context", "OpDef", "Signature", "apply", "result_dtype"]
 
@@ -74,10 +75,14 @@ class OpDef:
             B -> B is always allowed and need not be listed.
         dtype: ``dtype(*input_numpy_dtypes, **attrs) -> numpy dtype``; default: promotion.
         grad: the gradient rule (used by autograd).
+        local_only: the op serves local tensors only (its kernel or gradient rule works on
+            whole arrays); :func:`apply` refuses global operands with a ``TypeError``, and its
+            public function sends them down a composite instead.
 
     OpDefs compare and hash by identity (``eq=False``): :func:`apply` keys its caches of shape,
     dtype and layout results by the op, and a generated ``__hash__`` over the fields would cost
-    more than the lookup saves.
+    more than the lookup saves. Each OpDef registers itself by name when it is made
+    (:mod:`mpiflow.ops.registry`), so that every op can be listed and swept.
     """
 
     name: str
@@ -86,6 +91,10 @@ class OpDef:
     layouts: Callable[..., list[Signature]]
     dtype: Callable[..., numpy.dtype] | None = None
     grad: Callable[..., Any] | None = field(default=None, compare=False)
+    local_only: bool = False
+
+    def __post_init__(self) -> None:
+        register(self)
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -300,6 +309,8 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
                   key: tuple[Any, ...] | None, out_shape: Size, out_dtype: numpy.dtype,
                   placement: Placement, xp: ModuleType) -> Tensor:
     """:func:`apply` on global tensors: choose the layouts, redistribute, run on shards."""
+    if op.local_only:
+        raise TypeError(f"{op.name} is a local-only op: it takes no global tensors")
     tensors = [v for v in operands if isinstance(v, Tensor)]
     lkey = None if key is None else (key, placement, *[t._sbp for t in tensors])
     chosen = None if lkey is None else _LAYOUT.get(lkey)

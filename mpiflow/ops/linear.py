@@ -99,7 +99,11 @@ def _linear_grad(g: Tensor, operands: Any, out: Tensor, *,
 
 _linear_grad.needs_mask = True  # type: ignore[attr-defined]
 
-LINEAR = OpDef("linear", _linear_kernel, _linear_shape, _no_layouts, grad=_linear_grad)
+# Local-only: the gradient rule works on the operands' arrays, which on global tensors would be
+# shards of another layout than the kernel saw (the op sweep found it); linear() sends global
+# tensors down the composite.
+LINEAR = OpDef("linear", _linear_kernel, _linear_shape, _no_layouts, grad=_linear_grad,
+               local_only=True)
 
 
 def _fits(input: Tensor, weight: Tensor, bias: Tensor | None) -> bool:

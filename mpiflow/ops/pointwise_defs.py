@@ -100,7 +100,8 @@ def _unary(name: str, fn: Callable[..., Any], *, floating: bool = False, linear:
            grad: Callable[..., Any] | None = None) -> OpDef:
     return OpDef(name, _floating(fn) if floating else _plain(fn), _same_shape,
                  _unary_linear if linear else _unary_splits,
-                 _float_of if floating else dtype, grad)
+                 _float_of if floating else dtype,
+                 UNARY_GRADS.get(name) if grad is None else grad)  # one OpDef per name: no rebuild
 
 
 def _sigmoid(xp: Any, a: Any) -> Any:
@@ -300,7 +301,8 @@ def _binary(name: str, fn: Callable[..., Any], layouts: Callable[..., list[Signa
             dtype: Callable[..., numpy.dtype] | None = None,
             grad: Callable[..., Any] | None = None) -> OpDef:
     return OpDef(name, _floating(fn) if floating else _plain(fn), broadcast_shape, layouts,
-                 _float_of if floating else dtype, grad)
+                 _float_of if floating else dtype,
+                 BINARY_GRADS.get(name) if grad is None else grad)  # (looked up at call time)
 
 
 BINARY: dict[str, OpDef] = {
@@ -330,12 +332,6 @@ BINARY: dict[str, OpDef] = {
         _binary("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b)),
     ]
 }
-
-
-UNARY = {name: OpDef(op.name, op.kernel, op.shape, op.layouts, op.dtype, UNARY_GRADS.get(name))
-         for name, op in UNARY.items()}
-BINARY = {name: OpDef(op.name, op.kernel, op.shape, op.layouts, op.dtype,
-                      BINARY_GRADS.get(name)) for name, op in BINARY.items()}
 
 
 def _where_grad(g: Any, operands: Any, out: Any, **_: Any) -> tuple[Any, Any, Any]:

@@ -11,36 +11,46 @@ are global ops): ``sum``/``mean`` broadcast the gradient back (``mean`` divided 
 count); ``prod`` gives each element the product of the others, exact with zeros as PyTorch;
 ``amax``/``amin`` split the gradient equally among ties; ``max``/``min`` with a dim send it to
 the returned indices; ``softmax``, ``log_softmax``, ``logsumexp`` and ``cumsum`` have their
-closed forms. Indices and bools carry no gradient.
+closed forms. Indices and bools carry no gradient. The rules the reductions share are in
+:mod:`.reduction_rules`; ``softmax``, ``log_softmax``, ``logsumexp`` and ``cumsum`` in
+:mod:`.softmax`.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
-import operator
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy
 
-from ..communication import ReduceOp
-from ..dtypes import as_dtype
-from ..layouts.sbp import Partial, Split
+from ..layouts.sbp import Split
 from ..tensors.tensor import Tensor, bind
 from . import deterministic_sum as det
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
+from .reduction_rules import (
+    P_SUM,
+    DimArg,
+    Dims,
+    Shape,
+    accumulator,
+    check_floating,
+    check_nonempty,
+    extreme_layouts,
+    integral_to_long,
+    kept_splits,
+    linear_layouts,
+    reduced_shape,
+    reduction_dims,
+    requested_dtype,
+    unreduce,
+)
 
 __all__ = [
     "MaxResult", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
-    "all", "any", "var", "std", "logsumexp", "softmax", "log_softmax", "cumsum",
+    "all", "any", "var", "std",
 ]
-
-Shape = tuple[int, ...]
-Dims = tuple[int, ...]
-DimArg = int | Sequence[int] | None
-P_SUM = Partial(ReduceOp.SUM)
 
 
 class MaxResult(NamedTuple):
@@ -48,102 +58,6 @@ class MaxResult(NamedTuple):
 
     values: Tensor
     indices: Tensor
-
-
-# -- shared rules ------------------------------------------------------------------------------
-def _dims(dim: DimArg, ndim: int) -> Dims:
-    """``dim`` (an int, a sequence of ints, None or ``()`` for all) as sorted non-negative dims.
-
-    Raises:
-        IndexError: a dim outside ``[-ndim, ndim - 1]`` (a 0-d tensor accepts 0 and -1).
-        ValueError: a dim given twice.
-    """
-    items: list[Any] = ([] if dim is None else list(dim) if isinstance(dim, (tuple, list))
-                        else [dim])
-    if not items:
-        return tuple(range(ndim))
-    bound = builtins.max(ndim, 1)
-    out = []
-    for item in items:
-        d = operator.index(item)
-        if not -bound <= d < bound:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, "
-                             f"{bound - 1}], but got {d})")
-        out.append(d % bound)
-    if len(set(out)) != len(out):
-        raise ValueError(f"dim {dim} names a dimension more than once")
-    return tuple(sorted(d for d in out if d < ndim))
-
-
-def _reduced_shape(shape: Shape, *, dims: Dims, keepdim: bool, **_: Any) -> Shape:
-    return tuple(1 if i in dims else n for i, n in enumerate(shape) if keepdim or i not in dims)
-
-
-def _kept_splits(shape: Shape, *, dims: Dims, keepdim: bool = True, **_: Any) -> list[Signature]:
-    """``S(d) -> S(d')`` for every dimension ``d`` that is not reduced (``d'`` shifted down)."""
-    return [((Split(d),), Split(d if keepdim else d - builtins.sum(r < d for r in dims)))
-            for d in range(len(shape)) if d not in dims]
-
-
-def _linear_layouts(shape: Shape, *, dims: Dims, keepdim: bool, **_: Any) -> list[Signature]:
-    """Sum-like reductions: a split reduced dim leaves partial sums; ``P -> P``."""
-    return [*_kept_splits(shape, dims=dims, keepdim=keepdim),
-            *[((Split(d),), P_SUM) for d in dims], ((P_SUM,), P_SUM)]
-
-
-def _extreme_layouts(shape: Shape, *, dims: Dims, keepdim: bool, largest: bool, partial: bool,
-                     **_: Any) -> list[Signature]:
-    """``amax``/``amin``: a split reduced dim leaves ``P(max)``/``P(min)``, which stays one."""
-    sigs = _kept_splits(shape, dims=dims, keepdim=keepdim)
-    if partial:
-        p = Partial(ReduceOp.MAX if largest else ReduceOp.MIN)
-        sigs += [*[((Split(d),), p) for d in dims], ((p,), p)]
-    return sigs
-
-
-def _accumulator(dtype: numpy.dtype) -> numpy.dtype:
-    """The dtype to accumulate in: float16 sums run in float32, as PyTorch does."""
-    return numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
-
-
-def _integral_to_long(dtype: numpy.dtype, *, out: numpy.dtype | None = None, **_: Any
-                      ) -> numpy.dtype:
-    """``sum``/``prod``/``cumsum``: bool and integers give int64 unless ``dtype`` is given."""
-    if out is None and dtype.kind in "biu":
-        return numpy.dtype(numpy.int64)
-    return dtype if out is None else out
-
-
-def _floating(name: str, dtype: numpy.dtype) -> None:
-    if dtype.kind not in "fc":
-        raise TypeError(f"{name}(): could not infer output dtype. Input dtype must be either a "
-                        f"floating point or complex dtype. Got: {dtype}")
-
-
-def _numpy_dtype(dtype: Any) -> numpy.dtype | None:
-    return None if dtype is None else as_dtype(dtype).numpy
-
-
-def _check_nonempty(name: str, input: Tensor, dims: Dims | None) -> None:
-    """Reductions without an identity need elements; ``dims=None`` means all (flattened)."""
-    if dims is None and input.numel() == 0:
-        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                           "input.numel() == 0")
-    for d in dims or ():
-        if input.shape[d] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size")
-
-
-# Gradient rules: ``rule(g, operands, result, **attrs)`` -> one gradient per operand (the third
-# parameter is not called ``out``: that is the attribute naming a requested dtype).
-def unreduce(g: Tensor, dims: Dims, keepdim: bool) -> Tensor:
-    """``g`` (a reduction's gradient) with its reduced dims back as size 1, ready to broadcast."""
-    from . import shape as sh
-
-    if not keepdim:
-        for d in dims:  # ascending: each insertion lands at its final position
-            g = apply(sh.UNSQUEEZE, g, dim=d)
-    return g
 
 
 # -- sum, mean, prod ---------------------------------------------------------------------------
@@ -174,16 +88,16 @@ def _prod_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim:
 
 def _sum_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, count: int | None = None,
                 **_: Any) -> Any:
-    out = ctx.xp.sum(a, axis=dims, keepdims=keepdim, dtype=_accumulator(ctx.out_dtype))
+    out = ctx.xp.sum(a, axis=dims, keepdims=keepdim, dtype=accumulator(ctx.out_dtype))
     return out if count is None else out / count
 
 
-SUM = OpDef("sum", _sum_kernel, _reduced_shape, _linear_layouts, _integral_to_long, _sum_grad)
-MEAN = OpDef("mean", _sum_kernel, _reduced_shape, _linear_layouts,
+SUM = OpDef("sum", _sum_kernel, reduced_shape, linear_layouts, integral_to_long, _sum_grad)
+MEAN = OpDef("mean", _sum_kernel, reduced_shape, linear_layouts,
              lambda dtype, *, out=None, **_: dtype if out is None else out, _sum_grad)
 PROD = OpDef("prod", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.prod(
-    a, axis=dims, keepdims=keepdim, dtype=_accumulator(ctx.out_dtype)),
-    _reduced_shape, _kept_splits, _integral_to_long, _prod_grad)
+    a, axis=dims, keepdims=keepdim, dtype=accumulator(ctx.out_dtype)),
+    reduced_shape, kept_splits, integral_to_long, _prod_grad)
 
 
 def sum(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any = None
@@ -205,9 +119,10 @@ def sum(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any 
         [4, 6]
     """
     if det.enabled(input):
-        return det.exact_sum(input, _dims(dim, input.ndim), keepdim, out_dtype=_numpy_dtype(dtype))
-    return apply(SUM, input, dims=_dims(dim, input.ndim), keepdim=keepdim,
-                 out=_numpy_dtype(dtype))
+        return det.exact_sum(input, reduction_dims(dim, input.ndim), keepdim,
+                             out_dtype=requested_dtype(dtype))
+    return apply(SUM, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim,
+                 out=requested_dtype(dtype))
 
 
 def mean(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any = None
@@ -230,9 +145,9 @@ def mean(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
         >>> flow.mean(flow.tensor([1.0, 2.0, 6.0])).item()
         3.0
     """
-    out = _numpy_dtype(dtype)
-    _floating("mean", out if out is not None else input.dtype.numpy)
-    dims = _dims(dim, input.ndim)
+    out = requested_dtype(dtype)
+    check_floating("mean", out if out is not None else input.dtype.numpy)
+    dims = reduction_dims(dim, input.ndim)
     if det.enabled(input):
         return det.exact_sum(input, dims, keepdim, out_dtype=out,
                              divisor=math.prod(input.shape[d] for d in dims))
@@ -258,8 +173,8 @@ def prod(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any
         >>> flow.prod(flow.tensor([1, 2, 3, 4])).item()
         24
     """
-    return apply(PROD, input, dims=_dims(dim, input.ndim), keepdim=keepdim,
-                 out=_numpy_dtype(dtype))
+    return apply(PROD, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim,
+                 out=requested_dtype(dtype))
 
 
 # -- max, min, argmax, argmin ------------------------------------------------------------------
@@ -328,24 +243,24 @@ PUT_ALONG = OpDef("put_along", _put_along_kernel, lambda g, i, *, size, **_: siz
 
 
 # Keyed by ``largest``: the max and the min flavour share kernel and rules.
-EXTREME = {True: OpDef("amax", _extreme_kernel, _reduced_shape, _extreme_layouts,
+EXTREME = {True: OpDef("amax", _extreme_kernel, reduced_shape, extreme_layouts,
                        grad=_extreme_grad),
-           False: OpDef("amin", _extreme_kernel, _reduced_shape, _extreme_layouts,
+           False: OpDef("amin", _extreme_kernel, reduced_shape, extreme_layouts,
                         grad=_extreme_grad)}
 # The values of max/min with a dim: amax/amin whose gradient goes to the indices' positions.
-EXTREME_AT = {True: OpDef("max", _extreme_kernel, _reduced_shape, _extreme_layouts,
+EXTREME_AT = {True: OpDef("max", _extreme_kernel, reduced_shape, extreme_layouts,
                           grad=_extreme_at_grad),
-              False: OpDef("min", _extreme_kernel, _reduced_shape, _extreme_layouts,
+              False: OpDef("min", _extreme_kernel, reduced_shape, extreme_layouts,
                            grad=_extreme_at_grad)}
 # Indices need the whole reduced dim on each rank: the layout rule has no split of it.
-ARG_EXTREME = {largest: OpDef(name, _arg_kernel, _reduced_shape, _kept_splits,
+ARG_EXTREME = {largest: OpDef(name, _arg_kernel, reduced_shape, kept_splits,
                               lambda *_, **__: numpy.dtype(numpy.int64))
                for largest, name in ((True, "argmax"), (False, "argmin"))}
 
 
 def _extreme(name: str, input: Tensor, dim: DimArg, keepdim: bool, largest: bool) -> Tensor:
-    dims = _dims(dim, input.ndim)
-    _check_nonempty(name, input, None if dim is None or dim == () else dims)
+    dims = reduction_dims(dim, input.ndim)
+    check_nonempty(name, input, None if dim is None or dim == () else dims)
     return apply(EXTREME[largest], input, dims=dims, keepdim=keepdim, largest=largest,
                  partial=input.dtype.numpy.kind in "iuf")
 
@@ -354,8 +269,8 @@ def _arg_extreme(name: str, input: Tensor, dim: int | None, keepdim: bool, large
                  ) -> Tensor:
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}() takes one int dimension or None, got {dim!r}")
-    dims = _dims(dim, input.ndim)
-    _check_nonempty(name, input, None if dim is None else dims)
+    dims = reduction_dims(dim, input.ndim)
+    check_nonempty(name, input, None if dim is None else dims)
     return apply(ARG_EXTREME[largest], input, dims=dims, keepdim=keepdim and dim is not None,
                  largest=largest)
 
@@ -446,8 +361,9 @@ def _max_or_min(name: str, input: Tensor, dim: Any, keepdim: bool, largest: bool
     # reduced dim leaves P(max), finished by a small all-reduce of the result) and only the
     # indices need the reduced dim gathered.
     indices = _arg_extreme(name, input, dim, keepdim, largest)
-    values = apply(EXTREME_AT[largest], input, dims=_dims(dim, input.ndim), keepdim=keepdim,
-                   largest=largest, partial=input.dtype.numpy.kind in "iuf", indices=indices)
+    values = apply(EXTREME_AT[largest], input, dims=reduction_dims(dim, input.ndim),
+                   keepdim=keepdim, largest=largest, partial=input.dtype.numpy.kind in "iuf",
+                   indices=indices)
     return MaxResult(values, indices)
 
 
@@ -495,9 +411,9 @@ def _logical_dtype(dtype: numpy.dtype, **_: Any) -> numpy.dtype:
 
 # No partial layouts: MPI has no portable max/min of bools (a split reduced dim is moved).
 ALL = OpDef("all", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.all(
-    a, axis=dims, keepdims=keepdim), _reduced_shape, _kept_splits, _logical_dtype)
+    a, axis=dims, keepdims=keepdim), reduced_shape, kept_splits, _logical_dtype)
 ANY = OpDef("any", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.any(
-    a, axis=dims, keepdims=keepdim), _reduced_shape, _kept_splits, _logical_dtype)
+    a, axis=dims, keepdims=keepdim), reduced_shape, kept_splits, _logical_dtype)
 
 
 def all(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
@@ -515,7 +431,7 @@ def all(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
         >>> flow.all(flow.tensor([[True, False], [True, True]]), dim=1).tolist()
         [False, True]
     """
-    return apply(ALL, input, dims=_dims(dim, input.ndim), keepdim=keepdim)
+    return apply(ALL, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim)
 
 
 def any(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
@@ -533,7 +449,7 @@ def any(input: Tensor, dim: DimArg = None, keepdim: bool = False) -> Tensor:
         >>> flow.any(flow.tensor([0, 0, 3])).item()
         True
     """
-    return apply(ANY, input, dims=_dims(dim, input.ndim), keepdim=keepdim)
+    return apply(ANY, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim)
 
 
 # -- var, std (composites) ---------------------------------------------------------------
@@ -559,7 +475,7 @@ def var(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
         raise TypeError(f"var(): input dtype should be floating point, got {input.dtype}")
     if correction is None:
         correction = 0 if unbiased is False else 1
-    dims = _dims(dim, input.ndim)
+    dims = reduction_dims(dim, input.ndim)
     deviation = pw.sub(input, mean(input, dims, keepdim=True))  # two passes: no cancellation
     n = math.prod(input.shape[d] for d in dims)
     if det.enabled(input):  # one rounding of sum(fl(d * d)) / (n - correction)
@@ -591,166 +507,6 @@ def std(input: Tensor, dim: DimArg = None, unbiased: bool | None = None, keepdim
         2.0
     """
     return pw.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
-
-
-# -- softmax, log_softmax, logsumexp, cumsum -------------------------------------------------
-def _unchanged(shape: Shape, **_: Any) -> Shape:
-    return shape
-
-
-def _float_dtype(dtype: numpy.dtype, **_: Any) -> numpy.dtype:
-    return dtype if dtype.kind in "fc" else numpy.dtype(numpy.float32)
-
-
-def _softmax_kernel(ctx: Context, a: Any, *, dims: Dims, log: bool, **_: Any) -> Any:
-    xp = ctx.xp
-    a = a.astype(_accumulator(ctx.out_dtype), copy=False)  # read only below: no copy needed
-    if not dims:  # a 0-d input
-        return _softmax_kernel(ctx, a.reshape(1), dims=(0,), log=log).reshape(())
-    if a.size == 0:
-        return a
-    top = xp.max(a, axis=dims, keepdims=True)
-    shifted = a - xp.where(xp.isfinite(top), top, 0)  # stable; rows of -inf stay finite-free
-    exps = xp.exp(shifted)
-    total = xp.sum(exps, axis=dims, keepdims=True)
-    return shifted - xp.log(total) if log else exps / total
-
-
-def _logsumexp_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, **_: Any) -> Any:
-    xp = ctx.xp
-    a = a.astype(_accumulator(ctx.out_dtype))
-    if builtins.any(a.shape[d] == 0 for d in dims):
-        return xp.full(ctx.out_shape, -numpy.inf, a.dtype)
-    top = xp.max(a, axis=dims, keepdims=True)
-    top = xp.where(xp.isfinite(top), top, 0)
-    out = xp.log(xp.sum(xp.exp(a - top), axis=dims, keepdims=True)) + top
-    return out.reshape(ctx.out_shape)
-
-
-def _cumsum_kernel(ctx: Context, a: Any, *, dims: Dims, **_: Any) -> Any:
-    if not dims:  # a 0-d input
-        return a.astype(ctx.out_dtype)
-    return ctx.xp.cumsum(a, axis=dims[0], dtype=_accumulator(ctx.out_dtype))
-
-
-def _cumsum_layouts(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
-    return [*_kept_splits(shape, dims=dims), ((P_SUM,), P_SUM)]
-
-
-def _logsumexp_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
-                    **_: Any) -> tuple[Tensor]:
-    """``g * softmax(x)``, with ``softmax(x) = exp(x - logsumexp(x))``."""
-    weights = pw.exp(pw.sub(operands[0], unreduce(result, dims, keepdim)))
-    return (pw.mul(unreduce(g, dims, keepdim), weights),)
-
-
-def _softmax_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, log: bool, **_: Any
-                  ) -> tuple[Tensor]:
-    """softmax: ``y * (g - sum(g * y))``; log_softmax: ``g - exp(y) * sum(g)``."""
-    if not dims:  # a 0-d input: the output is constant
-        return (pw.mul(g, 0),)
-    if log:
-        return (pw.sub(g, pw.mul(pw.exp(result), sum(g, dims, keepdim=True))),)
-    return (pw.mul(result, pw.sub(g, sum(pw.mul(g, result), dims, keepdim=True))),)
-
-
-def _cumsum_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, **_: Any
-                 ) -> tuple[Tensor]:
-    """The running sum from the end: ``flip(cumsum(flip(g)))``."""
-    from .shape import flip
-
-    if not dims:
-        return (g,)
-    return (flip(cumsum(flip(g, dims), dims[0]), dims),)
-
-
-# Ops along a dim need it whole: their layout rules split the other dims only.
-SOFTMAX = OpDef("softmax", _softmax_kernel, _unchanged, _kept_splits, _float_dtype,
-                _softmax_grad)
-LOGSUMEXP = OpDef("logsumexp", _logsumexp_kernel, _reduced_shape, _kept_splits, _float_dtype,
-                  _logsumexp_grad)
-CUMSUM = OpDef("cumsum", _cumsum_kernel, _unchanged, _cumsum_layouts, _integral_to_long,
-               _cumsum_grad)
-
-
-def _softmax(name: str, input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
-    if dtype is not None:
-        input = pw.cast(input, dtype)
-    _floating(name, input.dtype.numpy)
-    return apply(SOFTMAX, input, dims=_dims(operator.index(dim), input.ndim), log=log)
-
-
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted first).
-
-    Args:
-        input: a floating-point tensor.
-        dim: the dimension to normalize (on a global tensor, splits of it are moved first).
-        dtype: cast the input to this dtype first.
-
-    Returns:
-        A tensor of ``input``'s shape (float16 computed in float32).
-
-    Examples:
-        >>> flow.softmax(flow.tensor([0.0, 0.0]), dim=0).tolist()
-        [0.5, 0.5]
-    """
-    return _softmax("softmax", input, dim, dtype, False)
-
-
-def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``x - logsumexp(x)`` along ``dim``, computed stably.
-
-    Args:
-        input: as :func:`softmax`.
-        dim: as :func:`softmax`.
-        dtype: as :func:`softmax`.
-
-    Returns:
-        A tensor of ``input``'s shape.
-
-    Examples:
-        >>> flow.log_softmax(flow.tensor([0.0, 1000.0]), dim=0).tolist()
-        [-1000.0, 0.0]
-    """
-    return _softmax("log_softmax", input, dim, dtype, True)
-
-
-def logsumexp(input: Tensor, dim: DimArg, keepdim: bool = False) -> Tensor:
-    """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32.
-
-    Args:
-        input: the tensor.
-        dim: an int or a sequence of ints (no default, as PyTorch).
-        keepdim: keep the reduced dimensions with size 1.
-
-    Returns:
-        The reduced tensor; on a global tensor the reduced dims are never split.
-
-    Examples:
-        >>> round(flow.logsumexp(flow.tensor([1000.0, 1000.0]), dim=0).item(), 3)
-        1000.693
-    """
-    return apply(LOGSUMEXP, input, dims=_dims(dim, input.ndim), keepdim=keepdim)
-
-
-def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given.
-
-    Args:
-        input: the tensor.
-        dim: the dimension to accumulate along (never split on a global tensor).
-        dtype: the dtype to compute in and return.
-
-    Returns:
-        A tensor of ``input``'s shape; a partial sum stays one (``P -> P``).
-
-    Examples:
-        >>> flow.cumsum(flow.tensor([1, 2, 3]), dim=0).tolist()
-        [1, 3, 6]
-    """
-    return apply(CUMSUM, input, dims=_dims(operator.index(dim), input.ndim),
-                 out=_numpy_dtype(dtype))
 
 
 bind({_name: globals()[_name] for _name in __all__[1:]})

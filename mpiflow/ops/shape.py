@@ -1,4 +1,6 @@
-"""Shape ops: reshape, transpose, squeeze, cat, stack, split, flip: kernels and layout rules.
+"""Shape ops: reshape, transpose, squeeze, unsqueeze, flip: kernels and layout rules.
+
+``cat``, ``stack``, ``split`` and ``chunk``, which join and cut tensors, are in :mod:`.join`.
 
 Every op rearranges or selects elements without combining them, so a partial layout of any
 reduction stays partial (``P -> P``). Split layouts, per mesh axis:
@@ -39,37 +41,20 @@ from ..layouts.sbp import (
     SbpParallel,
     Split,
     balanced_bounds,
-    partial_max,
-    partial_min,
-    partial_sum,
 )
 from ..layouts.shards import local_shape, shard_bounds
 from ..runtime import topology
 from ..tensors.tape import record
 from ..tensors.tensor import Tensor, bind
-from .engine import B, Context, OpDef, Signature, apply
+from .engine import Context, OpDef, Signature, apply
+from .layout_rules import keep_partial, wrap_dim
 
 __all__ = [
     "reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
-    "unsqueeze", "cat", "concat", "stack", "split", "chunk", "flip", "contiguous",
+    "unsqueeze", "flip", "contiguous",
 ]
 
 Shape = tuple[int, ...]
-_PARTIALS = (partial_sum, partial_max, partial_min)
-
-
-def _keep_partial(n_inputs: int = 1) -> list[Signature]:
-    """``P..P -> P`` for every reduction: the op only moves or selects elements."""
-    return [((p,) * n_inputs, p) for p in _PARTIALS]
-
-
-def _dim(dim: int, ndim: int, *, extra: int = 0) -> int:
-    """``dim`` as a non-negative index into ``ndim + extra`` dims (PyTorch's wrapping)."""
-    n = max(ndim + extra, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
-    return dim % n
 
 
 def _dims_arg(dims: Sequence[Any]) -> tuple[int, ...]:
@@ -155,7 +140,7 @@ def _reshape_shape(shape: Shape, *, size: Shape, mesh: Shape) -> Shape:
 def _reshape_layouts(shape: Shape, *, size: Shape, mesh: Shape) -> list[Signature]:
     sigs: list[Signature] = [((Split(d),), Split(d2))
                              for d, d2 in reshape_split_map(shape, size, mesh).items()]
-    return sigs + _keep_partial()
+    return sigs + keep_partial()
 
 
 def _reshape_kernel(ctx: Context, a: Any, *, size: Shape, mesh: Shape) -> Any:
@@ -286,7 +271,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     shape = tuple(input.shape)
     if not shape:
         return reshape(input, 1)
-    start, end = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
+    start, end = wrap_dim(start_dim, len(shape)), wrap_dim(end_dim, len(shape))
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     return reshape(input, *shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
@@ -299,7 +284,7 @@ def _permute_shape(shape: Shape, *, perm: Shape) -> Shape:
 
 def _permute_layouts(shape: Shape, *, perm: Shape) -> list[Signature]:
     sigs: list[Signature] = [((Split(p),), Split(i)) for i, p in enumerate(perm)]
-    return sigs + _keep_partial()
+    return sigs + keep_partial()
 
 
 def _permute_kernel(ctx: Context, a: Any, *, perm: Shape) -> Any:
@@ -329,7 +314,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
         >>> flow.zeros(2, 3, 4).permute(2, 0, 1).shape
         mpiflow.Size([4, 2, 3])
     """
-    perm = tuple(_dim(d, input.ndim) for d in _dims_arg(dims))
+    perm = tuple(wrap_dim(d, input.ndim) for d in _dims_arg(dims))
     if sorted(perm) != list(range(input.ndim)):
         raise RuntimeError(f"permute: {list(_dims_arg(dims))} is not a permutation of the "
                            f"{input.ndim} dims of a tensor of shape {tuple(input.shape)}")
@@ -352,7 +337,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
         mpiflow.Size([4, 3, 2])
     """
     perm = list(range(input.ndim))
-    a, b = _dim(dim0, input.ndim), _dim(dim1, input.ndim)
+    a, b = wrap_dim(dim0, input.ndim), wrap_dim(dim1, input.ndim)
     perm[a], perm[b] = perm[b], perm[a]
     return apply(PERMUTE, input, perm=tuple(perm))
 
@@ -386,7 +371,7 @@ def _squeeze_shape(shape: Shape, *, dims: Shape) -> Shape:
 def _squeeze_layouts(shape: Shape, *, dims: Shape) -> list[Signature]:
     sigs: list[Signature] = [((Split(d),), Split(d - sum(r < d for r in dims)))
                              for d in range(len(shape)) if d not in dims]
-    return sigs + _keep_partial()
+    return sigs + keep_partial()
 
 
 def _squeeze_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
@@ -421,7 +406,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     if dim is None:
         wanted = list(range(len(shape)))
     else:
-        wanted = [_dim(d, len(shape)) for d in ((dim,) if isinstance(dim, int) else dim)]
+        wanted = [wrap_dim(d, len(shape)) for d in ((dim,) if isinstance(dim, int) else dim)]
     dims = tuple(sorted({d for d in wanted if shape and shape[d] == 1}))
     return apply(SQUEEZE, input, dims=dims)
 
@@ -433,7 +418,7 @@ def _unsqueeze_shape(shape: Shape, *, dim: int) -> Shape:
 def _unsqueeze_layouts(shape: Shape, *, dim: int) -> list[Signature]:
     sigs: list[Signature] = [((Split(d),), Split(d if d < dim else d + 1))
                              for d in range(len(shape))]
-    return sigs + _keep_partial()
+    return sigs + keep_partial()
 
 
 def _unsqueeze_kernel(ctx: Context, a: Any, *, dim: int) -> Any:
@@ -451,203 +436,13 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
         >>> flow.zeros(2, 3).unsqueeze(-1).shape
         mpiflow.Size([2, 3, 1])
     """
-    return apply(UNSQUEEZE, input, dim=_dim(dim, input.ndim, extra=1))
-
-
-# -- cat / stack -------------------------------------------------------------------------------
-def _cat_shape(*shapes: Shape, dim: int) -> Shape:
-    first = shapes[0]
-    for s in shapes[1:]:
-        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first,
-                                                                              strict=True))
-                                       if i != dim):
-            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {dim}, "
-                               f"got shapes {', '.join(map(str, shapes))}")
-    return (*first[:dim], sum(s[dim] for s in shapes), *first[dim + 1:])
-
-
-def _cat_layouts(*shapes: Shape, dim: int) -> list[Signature]:
-    sigs: list[Signature] = [((Split(d),) * len(shapes), Split(d))
-                             for d in range(len(shapes[0])) if d != dim]
-    return sigs + _keep_partial(len(shapes))
-
-
-def _cat_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
-    return ctx.xp.concatenate([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
-
-
-def _cat_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int) -> tuple[Tensor, ...]:
-    """Each input gets its slice of the gradient along ``dim``."""
-    grads, start = [], 0
-    for x in operands:
-        stop = start + x.shape[dim]
-        grads.append(apply(NARROW, g, dim=dim, start=start, stop=stop))
-        start = stop
-    return tuple(grads)
-
-
-CAT = OpDef("cat", _cat_kernel, _cat_shape, _cat_layouts, grad=_cat_grad)
-
-
-def _tensor_list(tensors: Sequence[Tensor], name: str) -> list[Tensor]:
-    items = list(tensors)
-    if not items:
-        raise ValueError(f"{name}() expects a non-empty sequence of tensors")
-    for item in items:
-        if not isinstance(item, Tensor):
-            raise TypeError(f"{name}() expects tensors, got {type(item).__name__}")
-    return items
-
-
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along the existing dim ``dim`` (dtypes promote).
-
-    Args:
-        tensors: tensors of the same shape except along ``dim``, all local or all global on
-            one placement.
-        dim: the dim to join along.
-
-    Returns:
-        A new tensor.
-
-    Examples:
-        >>> flow.cat([flow.zeros(2, 3), flow.ones(1, 3)]).shape
-        mpiflow.Size([3, 3])
-    """
-    items = _tensor_list(tensors, "cat")
-    return apply(CAT, *items, dim=_dim(dim, items[0].ndim))
-
-
-concat = cat
-
-
-def _stack_shape(*shapes: Shape, dim: int) -> Shape:
-    if any(s != shapes[0] for s in shapes):
-        raise RuntimeError(f"stack expects each tensor to be equal size, got shapes "
-                           f"{', '.join(map(str, shapes))}")
-    return (*shapes[0][:dim], len(shapes), *shapes[0][dim:])
-
-
-def _stack_layouts(*shapes: Shape, dim: int) -> list[Signature]:
-    sigs: list[Signature] = [((Split(d),) * len(shapes), Split(d if d < dim else d + 1))
-                             for d in range(len(shapes[0]))]
-    return sigs + _keep_partial(len(shapes))
-
-
-def _stack_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
-    return ctx.xp.stack([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
-
-
-def _stack_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int) -> tuple[Tensor, ...]:
-    """Input ``i`` gets the gradient's entry ``i`` along ``dim``."""
-    return tuple(apply(SQUEEZE, apply(NARROW, g, dim=dim, start=i, stop=i + 1), dims=(dim,))
-                 for i in range(len(operands)))
-
-
-STACK = OpDef("stack", _stack_kernel, _stack_shape, _stack_layouts, grad=_stack_grad)
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors (all of one shape) joined along a new dim ``dim``.
-
-    Examples:
-        >>> flow.stack([flow.zeros(2, 3), flow.ones(2, 3)], dim=1).shape
-        mpiflow.Size([2, 2, 3])
-    """
-    items = _tensor_list(tensors, "stack")
-    return apply(STACK, *items, dim=_dim(dim, items[0].ndim, extra=1))
-
-
-# -- split / chunk -------------------------------------------------------------------------------
-def _narrow_shape(shape: Shape, *, dim: int, start: int, stop: int) -> Shape:
-    return (*shape[:dim], stop - start, *shape[dim + 1:])
-
-
-def _narrow_layouts(shape: Shape, *, dim: int, start: int, stop: int) -> list[Signature]:
-    sigs: list[Signature] = [((Split(d),), Split(d)) for d in range(len(shape)) if d != dim]
-    return sigs + _keep_partial()
-
-
-def _narrow_kernel(ctx: Context, a: Any, *, dim: int, start: int, stop: int) -> Any:
-    return a[(slice(None),) * dim + (slice(start, stop),)]
-
-
-def _narrow_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int, start: int, stop: int
-                 ) -> tuple[Tensor]:
-    """The piece's gradient in its slice of zeros of the input's shape."""
-    from .indexing import GETITEM_GRAD
-
-    shape = tuple(operands[0].shape)
-    index = (slice(None),) * dim + (slice(start, stop),) + (slice(None),) * (len(shape) - dim - 1)
-    return (apply(GETITEM_GRAD, g, index=index, size=shape),)
-
-
-NARROW = OpDef("narrow", _narrow_kernel, _narrow_shape, _narrow_layouts, grad=_narrow_grad)
-
-
-def _pieces(input: Tensor, dim: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
-    if input.is_global and Split(dim) in input.sbp:  # gather that dim once, not per piece
-        input = input.to_global(sbp=tuple(B if s == Split(dim) else s for s in input.sbp))
-    out, start = [], 0
-    for n in sizes:
-        out.append(apply(NARROW, input, dim=dim, start=start, stop=start + n))
-        start += n
-    return tuple(out)
-
-
-def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
-          ) -> tuple[Tensor, ...]:
-    """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of
-    the given sizes, as ``torch.split``.
-
-    Args:
-        tensor: a tensor.
-        split_size_or_sections: the size of each piece, or a list of sizes summing to the
-            extent of ``dim``.
-        dim: the dim to cut.
-
-    Returns:
-        A tuple of tensors (views for local tensors).
-
-    Examples:
-        >>> [p.shape[0] for p in flow.zeros(5, 2).split(2)]
-        [2, 2, 1]
-    """
-    d = _dim(dim, tensor.ndim)
-    n = tensor.shape[d]
-    if isinstance(split_size_or_sections, int):
-        size = split_size_or_sections
-        if size <= 0 and not (size == 0 and n == 0):
-            raise ValueError(f"split expects a positive split size, got {size}")
-        sizes = [min(size, n - s) for s in range(0, n, size)] if n else [0]
-    else:
-        sizes = [int(s) for s in split_size_or_sections]
-        if sum(sizes) != n or any(s < 0 for s in sizes):
-            raise ValueError(f"split: sections {sizes} do not sum to {n}, the size of dim {d}")
-    return _pieces(tensor, d, sizes)
-
-
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
-    (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``.
-
-    Examples:
-        >>> [p.shape[0] for p in flow.zeros(5).chunk(3)]
-        [2, 2, 1]
-    """
-    if chunks <= 0:
-        raise ValueError(f"chunk expects `chunks` to be greater than 0, got {chunks}")
-    d = _dim(dim, input.ndim)
-    n = input.shape[d]
-    if n == 0:
-        return _pieces(input, d, [0] * chunks)
-    return split(input, -(-n // chunks), d)
+    return apply(UNSQUEEZE, input, dim=wrap_dim(dim, input.ndim, extra=1))
 
 
 # -- flip / contiguous ---------------------------------------------------------------------------
 def _flip_layouts(shape: Shape, *, dims: Shape) -> list[Signature]:
     sigs: list[Signature] = [((Split(d),), Split(d)) for d in range(len(shape)) if d not in dims]
-    return sigs + _keep_partial()
+    return sigs + keep_partial()
 
 
 def _flip_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
@@ -669,7 +464,7 @@ def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
         [[2, 1], [4, 3]]
     """
     wanted = (dims,) if isinstance(dims, int) else tuple(dims)
-    normal = tuple(_dim(d, input.ndim) for d in wanted)
+    normal = tuple(wrap_dim(d, input.ndim) for d in wanted)
     if len(set(normal)) != len(normal):
         raise RuntimeError(f"flip: dims {list(wanted)} repeat a dim")
     return apply(FLIP, input, dims=tuple(sorted(normal)))
@@ -687,5 +482,5 @@ def contiguous(input: Tensor) -> Tensor:
 
 bind({"reshape": reshape, "view": view, "flatten": flatten, "transpose": transpose,
       "swapaxes": swapaxes, "permute": permute, "t": t, "squeeze": squeeze,
-      "unsqueeze": unsqueeze, "split": split, "chunk": chunk, "flip": flip,
+      "unsqueeze": unsqueeze, "flip": flip,
       "contiguous": contiguous, "T": property(_reversed_dims)})

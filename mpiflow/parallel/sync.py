@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..communication import ReduceOp
-from ..communication.collectives.torch_api import list_args, resolve_group
+from ..communication.collectives.arguments import list_args
+from ..communication.collectives.torch_api import resolve_group
 from ..communication.mpi.group import ProcessGroup
 from ..core.array_module import array_module
 from ..core.torch_arrays import Post

@@ -308,6 +308,14 @@ class Tensor:
             """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
         def __setitem__(self, index: Any, value: Any) -> None:
             """``target[index] = value`` in place (``Tensor.__setitem__``), numpy's semantics."""
+        # mpiflow.ops.join
+        def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+            """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
+            (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``."""
+        def split(self, split_size_or_sections: builtins.int | Sequence[builtins.int],
+                  dim: builtins.int = 0) -> tuple[Tensor, ...]:
+            """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of
+            the given sizes, as ``torch.split``."""
         # mpiflow.ops.linalg
         def __matmul__(self, other: Tensor) -> Tensor:
             """The matrix product with numpy/PyTorch semantics (1-D operands, broadcast batches)."""
@@ -569,14 +577,6 @@ class Tensor:
             input."""
         def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
             """The index (int64) of the first smallest element along ``dim``."""
-        def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
-            """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is
-            given."""
-        def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-            """``x - logsumexp(x)`` along ``dim``, computed stably."""
-        def logsumexp(self, dim: builtins.int | Sequence[builtins.int] | None,
-                      keepdim: builtins.bool = False) -> Tensor:
-            """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32."""
         def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
             """``max(x)``: the largest element (0-d); ``max(x, dim, keepdim)``: ``(values,
             indices)``."""
@@ -588,9 +588,6 @@ class Tensor:
         def prod(self, dim: builtins.int | Sequence[builtins.int] | None = None,
                  keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
             """The product of the elements over ``dim`` (all by default); integers give int64."""
-        def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-            """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted
-            first)."""
         def std(self, dim: builtins.int | Sequence[builtins.int] | None = None,
                 unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
                 correction: builtins.int | None = None) -> Tensor:
@@ -607,9 +604,6 @@ class Tensor:
         @property
         def T(self) -> Tensor:
             """``input.T``: the dims in reverse order."""
-        def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
-            """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
-            (the last may be smaller, and fewer pieces may come back), as ``torch.chunk``."""
         def contiguous(self) -> Tensor:
             """``input`` itself: mpiflow tensors have no strides to make contiguous."""
         def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
@@ -620,10 +614,6 @@ class Tensor:
             """``input`` with its dims reordered: output dim ``i`` is input dim ``dims[i]``."""
         def reshape(self, *shape: Any) -> Tensor:
             """``input`` with a new shape of the same number of elements; one extent may be -1."""
-        def split(self, split_size_or_sections: builtins.int | Sequence[builtins.int],
-                  dim: builtins.int = 0) -> tuple[Tensor, ...]:
-            """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of
-            the given sizes, as ``torch.split``."""
         def squeeze(self, dim: builtins.int | Sequence[builtins.int] | None = None) -> Tensor:
             """``input`` without its size-1 dims (all of them, or those of ``dim`` that have size
             1)."""
@@ -637,6 +627,18 @@ class Tensor:
             """``input`` with a new size-1 dim at position ``dim`` (negative: from the end)."""
         def view(self, *shape: Any) -> Tensor:
             """``input`` with a new shape of the same number of elements; one extent may be -1."""
+        # mpiflow.ops.softmax
+        def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+            """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is
+            given."""
+        def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+            """``x - logsumexp(x)`` along ``dim``, computed stably."""
+        def logsumexp(self, dim: builtins.int | Sequence[builtins.int] | None,
+                      keepdim: builtins.bool = False) -> Tensor:
+            """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32."""
+        def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+            """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted
+            first)."""
         # mpiflow.tensors.conversion
         def check_meta_consistency(self) -> None:
             """Check that every rank sees the same placement, sbp, shape and dtype of the global

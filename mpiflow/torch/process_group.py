@@ -26,21 +26,38 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 from __future__ import annotations
 
 import contextlib
-import os
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-import numpy
 import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from ..communication import ReduceOp
+from ..communication import ReduceOp, reduce_plan
 from ..communication import Work as MPIWork
 from ..communication.mpi.communicator import MPICommunicator
 from ..communication.watchdog.monitor import mark_call
-from ..core.torch_arrays import Post, chain, stage
+from ..core.torch_arrays import Post, chain, check_writable, stage
+from .guards import Unusable, check_reduce_dtype, overlaps, self_receive
+from .plumbing import (
+    DONE,
+    all_of,
+    barrier_limit,
+    contiguous,
+    flat,
+    flat_view,
+    mpi_work,
+    overlap_enabled,
+    plain,
+    plain_pair,
+    premul,
+    scatter_rows,
+    then,
+    with_async,
+)
+from .sparse import sparse_all_reduce
 from .work import DoneWork, PendingWork
 
 __all__ = ["BACKEND_NAME", "ProcessGroupMPIFlow"]
@@ -63,54 +80,24 @@ _OPS = {
 
 _SUM = _RedOpType.SUM
 _MPI_SUM = MPI.SUM
-# The dtypes every MPI library sums natively: the all-reduce fast path hands MPI their memory.
-_MPI_SUMMED = {torch.float32: MPI.FLOAT, torch.float64: MPI.DOUBLE, torch.int32: MPI.INT32_T,
-               torch.int64: MPI.INT64_T, torch.int16: MPI.INT16_T, torch.int8: MPI.INT8_T,
-               torch.uint8: MPI.UINT8_T}
+# The dtypes this MPI library sums natively, with numpy's values (datatypes' probe: Open MPI
+# saturates 8- and 16-bit sums): the all-reduce fast path hands MPI their memory.
+_MPI_SUMMED = {dtype: datatype for dtype, datatype, name in (
+    (torch.float32, MPI.FLOAT, "float32"), (torch.float64, MPI.DOUBLE, "float64"),
+    (torch.int32, MPI.INT32_T, "int32"), (torch.int64, MPI.INT64_T, "int64"),
+    (torch.int16, MPI.INT16_T, "int16"), (torch.int8, MPI.INT8_T, "int8"),
+    (torch.uint8, MPI.UINT8_T, "uint8"))
+    if reduce_plan(name, ReduceOp.SUM).datatype is None}
 
 
-def _reduce_op(op: Any) -> tuple[ReduceOp, Any]:
+def _reduce_op(op: Any, dtype: torch.dtype) -> tuple[ReduceOp, Any]:
     """mpiflow's op for torch's, and the PREMUL_SUM factor (None for other ops)."""
     kind = getattr(op, "op", op)
     mine = _OPS.get(kind)
     if mine is None:
         raise TypeError(f"the mpiflow backend has no reduction {op!r}")
+    check_reduce_dtype(mine, dtype)  # before a bfloat16 becomes the float32 it is reduced as
     return mine, (getattr(op, "factor", None) if kind == _RedOpType.PREMUL_SUM else None)
-
-
-def _flat(tensors: Sequence[Any], what: str) -> Any:
-    if len(tensors) != 1:
-        raise ValueError(f"the mpiflow backend takes one tensor per rank in {what} "
-                         f"(one device per process), got {len(tensors)}")
-    return tensors[0]
-
-
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether two tensors' memory ranges overlap (conservatively, by their extents)."""
-    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
-        return False
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    a1 = a0 + _extent(a)
-    b1 = b0 + _extent(b)
-    return a0 < b1 and b0 < a1
-
-
-def _extent(t: torch.Tensor) -> int:
-    if t.is_contiguous():
-        return t.nbytes
-    span = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
-    return span * t.element_size()
-
-
-def _premul(t: torch.Tensor, factor: Any) -> torch.Tensor:
-    """``t`` multiplied by PREMUL_SUM's factor (a number or a one-element tensor)."""
-    return t.detach() * (factor.item() if isinstance(factor, torch.Tensor) else factor)
-
-
-def overlap_enabled() -> bool:
-    """Whether ``MPIFLOW_TORCH_OVERLAP=1`` asks for non-blocking asynchronous collectives."""
-    return os.environ.get("MPIFLOW_TORCH_OVERLAP", "0").strip().lower() in ("1", "yes", "true",
-                                                                          "on")
 
 
 # torch's stubs type ProcessGroup's methods as the overloads its C++ binding exposes, not as
@@ -118,24 +105,6 @@ def overlap_enabled() -> bool:
 # all in them. Both are used through Any.
 _ProcessGroup: Any = dist.ProcessGroup
 _opts: Any = dist
-
-
-class _AsyncOption:
-    """``opts.asyncOp`` for torch releases whose option structs lack it: True, as those
-    releases treated every operation as asynchronous (the caller waits)."""
-
-    def __get__(self, opts: Any, owner: Any = None) -> bool:
-        return True
-
-
-for _name in ("AllreduceOptions", "BroadcastOptions", "AllgatherOptions", "ReduceOptions",
-              "ReduceScatterOptions", "GatherOptions", "ScatterOptions", "AllToAllOptions",
-              "BarrierOptions", "AllreduceCoalescedOptions"):
-    _cls = getattr(dist, _name, None)
-    if _cls is not None and not hasattr(_cls(), "asyncOp"):
-        # Older torch: a plain attribute lookup must still answer (pybind classes take it).
-        with contextlib.suppress(Exception):
-            _cls.asyncOp = _AsyncOption()
 
 
 class ProcessGroupMPIFlow(_ProcessGroup):
@@ -210,9 +179,9 @@ class ProcessGroupMPIFlow(_ProcessGroup):
 
     def _reduce_in_place(self, t: torch.Tensor, op: Any, async_op: bool,
                          run: Callable[[Any, ReduceOp, bool], MPIWork | None]) -> dist._Work:
-        mine, factor = _reduce_op(op)
+        mine, factor = _reduce_op(op, t.dtype)
         if factor is not None:
-            scaled = _premul(t, factor)
+            scaled = premul(t, factor)
             array, post = stage(scaled, reduce=True, write=True)
 
             def copy_back() -> None:
@@ -227,32 +196,38 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce ``tensors[0]`` in place (``opts.reduceOp``, ``opts.asyncOp``)."""
         opts = opts if opts is not None else _opts.AllreduceOptions()
-        t = tensors[0] if len(tensors) == 1 else _flat(tensors, "allreduce")
+        t = tensors[0] if len(tensors) == 1 else flat(tensors, "allreduce")
         async_op = opts.asyncOp
+        if t.is_sparse:
+            sparse_all_reduce(t, _reduce_op(opts.reduceOp, t.dtype)[0], self._mpi)
+            return DoneWork(tensors)
         # The common case with the least Python: a SUM of a plain CPU tensor, its numpy view
         # straight to the communicator's fast path (which declines anything but the plain
         # case). ``opts.reduceOp == SUM`` is the cheap test; reading ``.op`` costs 2 us.
         if (t.is_cpu and not (async_op and self._overlap) and not t.requires_grad
                 and opts.reduceOp == _SUM):
             datatype = _MPI_SUMMED.get(t.dtype)
-            if ((datatype is not None and t.is_contiguous()
+            contiguous = t.is_contiguous()
+            if not contiguous:
+                check_writable(t)
+            if ((datatype is not None and contiguous
                     and self._fast.all_reduce_at(t.data_ptr(), t.nbytes, datatype, _MPI_SUM))
-                    or self._fast.all_reduce(_plain(t), ReduceOp.SUM)):
-                return DoneWork(tensors) if async_op else _DONE
+                    or self._fast.all_reduce(plain(t), ReduceOp.SUM)):
+                return DoneWork(tensors) if async_op else DONE
         return self._reduce_in_place(t, opts.reduceOp, async_op and self._overlap,
                                      self._comm.all_reduce)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce every tensor of ``tensors`` (one flat buffer per dtype when possible)."""
         opts = opts if opts is not None else _opts.AllreduceCoalescedOptions()
-        works = [self.allreduce([t], _with_async(_opts.AllreduceOptions(), opts))
+        works = [self.allreduce([t], with_async(_opts.AllreduceOptions(), opts))
                  for t in tensors]
-        return _all_of(works, tensors)
+        return all_of(works, tensors)
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Reduce ``tensors[0]`` into ``opts.rootRank``'s (the others keep theirs)."""
         opts = opts if opts is not None else _opts.ReduceOptions()
-        t = _flat(tensors, "reduce")
+        t = flat(tensors, "reduce")
         root = opts.rootRank
         comm = self._comm
 
@@ -260,8 +235,8 @@ class ProcessGroupMPIFlow(_ProcessGroup):
             return comm.reduce(array, op, root, async_op)
 
         if self._comm.rank != root:  # non-roots only send: leave their tensor as it is
-            mine, factor = _reduce_op(opts.reduceOp)
-            source = _premul(t, factor) if factor is not None else t
+            mine, factor = _reduce_op(opts.reduceOp, t.dtype)
+            source = premul(t, factor) if factor is not None else t
             array, _ = stage(source, reduce=True, write=False)
             return self._work(run(array, mine, self._async(opts)), [t], None)
         return self._reduce_in_place(t, opts.reduceOp, self._async(opts), run)
@@ -270,8 +245,8 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                        input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
         """Reduce the ranks' lists of chunks; rank ``i`` gets chunk ``i`` in its output."""
         opts = opts if opts is not None else _opts.ReduceScatterOptions()
-        out = _flat(output_tensors, "reduce_scatter")
-        chunks = _flat(input_tensors, "reduce_scatter")
+        out = flat(output_tensors, "reduce_scatter")
+        chunks = flat(input_tensors, "reduce_scatter")
         self._check_list(chunks, out, "input_tensor_list")
         stacked = torch.stack([c.detach() for c in chunks]).to(out.device)
         return self._reduce_scatter(out, stacked, opts)
@@ -281,10 +256,10 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         """Reduce ``input`` (``size`` chunks along dim 0); rank ``i`` gets chunk ``i``."""
         opts = opts if opts is not None else _opts.ReduceScatterOptions()
         async_op = opts.asyncOp
-        if (_plain_pair(output, input) and not (async_op and self._overlap)
+        if (plain_pair(output, input) and not (async_op and self._overlap)
                 and opts.reduceOp == _SUM
-                and self._fast.reduce_scatter(_plain(input), _plain(output), ReduceOp.SUM)):
-            return DoneWork([output]) if async_op else _DONE
+                and self._fast.reduce_scatter(plain(input), plain(output), ReduceOp.SUM)):
+            return DoneWork([output]) if async_op else DONE
         if input.numel() != output.numel() * self._comm.size:
             raise ValueError(f"reduce_scatter input has {input.numel()} elements; with "
                              f"{self._comm.size} ranks it must have {self._comm.size} x "
@@ -294,16 +269,16 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     _reduce_scatter_base = reduce_scatter_single
 
     def _reduce_scatter(self, out: torch.Tensor, inp: torch.Tensor, opts: Any) -> dist._Work:
-        mine, factor = _reduce_op(opts.reduceOp)
+        mine, factor = _reduce_op(opts.reduceOp, inp.dtype)
         if out.dtype != inp.dtype:
             raise TypeError(f"reduce_scatter output has dtype {out.dtype}, input {inp.dtype}")
-        source = _premul(inp, factor) if factor is not None else inp
-        if _overlaps(source, out):
+        source = premul(inp, factor) if factor is not None else inp
+        if overlaps(source, out):
             source = source.clone()  # MPI rejects aliased buffers
         send, _ = stage(source.reshape(-1) if source.is_contiguous() else source.flatten(),
                         reduce=True)
         recv, post = stage(out, reduce=True, write=True)
-        work = self._comm.reduce_scatter(send.reshape(-1), _flat_view(recv), mine,
+        work = self._comm.reduce_scatter(send.reshape(-1), flat_view(recv), mine,
                                          self._async(opts))
         return self._work(work, [out], post)
 
@@ -313,7 +288,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         """:meth:`reduce_scatter_single` of each (output, input) pair."""
         opts = opts if opts is not None else _opts.ReduceScatterOptions()
         works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
-        return _all_of(works, outputs)
+        return all_of(works, outputs)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
@@ -321,12 +296,12 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Copy ``opts.rootRank``'s ``tensors[0]`` into everyone's."""
         opts = opts if opts is not None else _opts.BroadcastOptions()
-        t = _flat(tensors, "broadcast")
+        t = flat(tensors, "broadcast")
         root = opts.rootRank
         async_op = opts.asyncOp
         if (t.is_cpu and not (async_op and self._overlap) and not t.requires_grad
-                and self._fast.broadcast(_plain(t), root)):
-            return DoneWork(tensors) if async_op else _DONE
+                and self._fast.broadcast(plain(t), root)):
+            return DoneWork(tensors) if async_op else DONE
         array, post = stage(t, write=self._comm.rank != root)
         return self._work(self._comm.broadcast(array, root, self._async(opts)), [t], post)
 
@@ -334,21 +309,21 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                   input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Fill ``output_tensors[0][i]`` with rank ``i``'s ``input_tensors[0]``."""
         opts = opts if opts is not None else _opts.AllgatherOptions()
-        inp = _flat(input_tensors, "allgather")
-        outs = _flat(output_tensors, "allgather")
+        inp = flat(input_tensors, "allgather")
+        outs = flat(output_tensors, "allgather")
         self._check_list(outs, inp, "output_tensor_list")
         big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
         work = self._all_gather(big, inp, self._async(opts))
-        return _then(work, [*outs], _scatter_rows(outs, big))
+        return then(work, [*outs], scatter_rows(outs, big))
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor,
                           opts: Any = None) -> dist._Work:
         """Gather every rank's ``input`` into ``output``, concatenated along dim 0."""
         opts = opts if opts is not None else _opts.AllgatherOptions()
         async_op = opts.asyncOp
-        if (_plain_pair(output, input) and not (async_op and self._overlap)
-                and self._fast.all_gather(_plain(input), _plain(output))):
-            return DoneWork([output]) if async_op else _DONE
+        if (plain_pair(output, input) and not (async_op and self._overlap)
+                and self._fast.all_gather(plain(input), plain(output))):
+            return DoneWork([output]) if async_op else DONE
         return self._all_gather(output, input, async_op and self._overlap)
 
     _allgather_base = all_gather_single
@@ -360,15 +335,18 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                              f"ranks it must have {size} x {inp.numel()} (the input's)")
         if out.dtype != inp.dtype:
             raise TypeError(f"all_gather output has dtype {out.dtype}, input {inp.dtype}")
-        if _overlaps(inp, out):
+        if overlaps(inp, out):
+            # FSDP2's layout goes to MPI_IN_PLACE directly, but not on a debug communicator,
+            # which must fingerprint every collective (the copy below goes through it)
             if (out.is_contiguous() and inp.is_contiguous() and out.device.type == "cpu"
                     and inp.data_ptr() == out.data_ptr()
-                    + self._comm.rank * inp.numel() * inp.element_size()):
+                    + self._comm.rank * inp.numel() * inp.element_size()
+                    and not self._comm.checks_every_call):
                 return self._all_gather_in_place(out, async_op)  # FSDP2's layout
             inp = inp.clone()
         recv, post = stage(out, write=True)
         send, _ = stage(inp)
-        work = self._comm.all_gather(_flat_view(send), _flat_view(recv), async_op)
+        work = self._comm.all_gather(flat_view(send), flat_view(recv), async_op)
         return self._work(work, [out], post)
 
     def _all_gather_in_place(self, out: torch.Tensor, async_op: bool) -> dist._Work:
@@ -377,18 +355,28 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         flat = array.reshape(-1)
         if async_op:
             request = self._mpi.Iallgather(MPI.IN_PLACE, flat)
-            return PendingWork(_mpi_work([request], flat), [out])
+            return PendingWork(mpi_work([request], flat), [out])
         mark_call()  # the watchdog's mark: a new blocking call
         self._mpi.Allgather(MPI.IN_PLACE, flat)
         return DoneWork([out])
 
     def allgather_coalesced(self, output_lists: list[list[torch.Tensor]],
                             input_list: list[torch.Tensor], opts: Any = None) -> dist._Work:
-        """:meth:`allgather` of each input into its list of outputs."""
+        """:meth:`allgather` of each input: ``output_lists[r][i]`` gets rank ``r``'s input ``i``.
+
+        The layout of torch's ``all_gather_coalesced`` (and gloo's): one list per rank, each
+        with one output per input.
+        """
         opts = opts if opts is not None else _opts.AllgatherOptions()
-        works = [self.allgather([outs], [inp], opts) for outs, inp in zip(output_lists,
-                                                                            input_list)]
-        return _all_of(works, [t for outs in output_lists for t in outs])
+        size = self._comm.size
+        if len(output_lists) != size or any(len(o) != len(input_list) for o in output_lists):
+            raise ValueError(
+                f"all_gather_coalesced needs one list per rank of the group ({size}), each with "
+                f"one output per input ({len(input_list)}); got lists of "
+                f"{[len(o) for o in output_lists]}")
+        works = [self.allgather([[output_lists[r][i] for r in range(size)]], [inp], opts)
+                 for i, inp in enumerate(input_list)]
+        return all_of(works, [t for outs in output_lists for t in outs])
 
     def all_gather_single_coalesced(self, outputs: list[torch.Tensor],
                                     inputs: list[torch.Tensor],
@@ -396,7 +384,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         """:meth:`all_gather_single` of each (output, input) pair."""
         opts = opts if opts is not None else _opts.AllgatherOptions()
         works = [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs)]
-        return _all_of(works, outputs)
+        return all_of(works, outputs)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
@@ -404,32 +392,32 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Concatenate every rank's ``input_tensors[0]`` into root's ``output_tensors[0]``."""
         opts = opts if opts is not None else _opts.GatherOptions()
-        inp = _flat(input_tensors, "gather")
+        inp = flat(input_tensors, "gather")
         root = opts.rootRank
         send, _ = stage(inp)
         if self._comm.rank != root:
-            return self._work(self._comm.gather(_flat_view(send), None, root, self._async(opts)),
+            return self._work(self._comm.gather(flat_view(send), None, root, self._async(opts)),
                               [], None)
-        outs = _flat(output_tensors, "gather")
+        outs = flat(output_tensors, "gather")
         self._check_list(outs, inp, "gather_list")
         big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
         recv, _ = stage(big, write=True)
-        work = self._comm.gather(_flat_view(send), _flat_view(recv), root, self._async(opts))
-        return _then(self._work(work, [big], None), [*outs], _scatter_rows(outs, big))
+        work = self._comm.gather(flat_view(send), flat_view(recv), root, self._async(opts))
+        return then(self._work(work, [big], None), [*outs], scatter_rows(outs, big))
 
     def scatter(self, output_tensors: list[torch.Tensor],
                 input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
         """Give rank ``i`` root's ``input_tensors[0][i]`` in ``output_tensors[0]``."""
         opts = opts if opts is not None else _opts.ScatterOptions()
-        out = _flat(output_tensors, "scatter")
+        out = flat(output_tensors, "scatter")
         root = opts.rootRank
         recv, post = stage(out, write=True)
         send = None
         if self._comm.rank == root:
-            chunks = _flat(input_tensors, "scatter")
+            chunks = flat(input_tensors, "scatter")
             self._check_list(chunks, out, "scatter_list")
-            send = _flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
-        work = self._comm.scatter(send, _flat_view(recv), root, self._async(opts))
+            send = flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
+        work = self._comm.scatter(send, flat_view(recv), root, self._async(opts))
         return self._work(work, [out], post)
 
     def alltoall(self, output_tensors: list[torch.Tensor], input_tensors: list[torch.Tensor],
@@ -461,7 +449,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
             for t, part in zip(output_tensors, torch.split(recv_t, recv_counts)):
                 t.copy_(part.view(t.shape))
 
-        return _then(self._work(work, [recv_t], None), output_tensors, unpack)
+        return then(self._work(work, [recv_t], None), output_tensors, unpack)
 
     def all_to_all_single(self, output: torch.Tensor, input: torch.Tensor,
                           output_split_sizes: list[int] | None,
@@ -470,10 +458,10 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         """All-to-all of dim-0 slices, with per-rank split sizes (empty lists: equal)."""
         opts = opts if opts is not None else _opts.AllToAllOptions()
         async_op = opts.asyncOp
-        if (not output_split_sizes and not input_split_sizes and _plain_pair(output, input)
+        if (not output_split_sizes and not input_split_sizes and plain_pair(output, input)
                 and not (async_op and self._overlap)
-                and self._fast.all_to_all(_plain(input), _plain(output))):
-            return DoneWork([output]) if async_op else _DONE
+                and self._fast.all_to_all(plain(input), plain(output))):
+            return DoneWork([output]) if async_op else DONE
         size = self._comm.size
         out_rows = self._splits(output, output_split_sizes, "output_split_sizes")
         in_rows = self._splits(input, input_split_sizes, "input_split_sizes")
@@ -481,18 +469,18 @@ class ProcessGroupMPIFlow(_ProcessGroup):
             raise TypeError(f"all_to_all output has dtype {output.dtype}, input {input.dtype}")
         out_row = output[0].numel() if output.dim() else 1
         in_row = input[0].numel() if input.dim() else 1
-        if _overlaps(input, output):
+        if overlaps(input, output):
             input = input.clone()
         recv, post = stage(output, write=True)
         send, _ = stage(input)
         if out_rows is None and in_rows is None:
-            work = self._comm.all_to_all(_flat_view(send), _flat_view(recv), self._async(opts))
+            work = self._comm.all_to_all(flat_view(send), flat_view(recv), self._async(opts))
         else:
             equal_out = output.shape[0] // size if output.dim() else 0
             equal_in = input.shape[0] // size if input.dim() else 0
             recv_counts = [n * out_row for n in (out_rows or [equal_out] * size)]
             send_counts = [n * in_row for n in (in_rows or [equal_in] * size)]
-            work = self._comm.all_to_all_v(_flat_view(send), send_counts, _flat_view(recv),
+            work = self._comm.all_to_all_v(flat_view(send), send_counts, flat_view(recv),
                                            recv_counts, self._async(opts))
         return self._work(work, [output], post)
 
@@ -516,24 +504,29 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     # -- point to point ------------------------------------------------------------------------
     def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int) -> dist._Work:
         """Start sending ``tensors[0]`` to group rank ``dstRank`` (wait() to complete)."""
-        t = _flat(tensors, "send")
+        t = flat(tensors, "send")
         array, _ = stage(t)
-        work = self._comm.send(_contiguous(array), dstRank, tag, async_op=True)
+        work = self._comm.send(contiguous(array), dstRank, tag, async_op=True)
         assert work is not None
         return PendingWork(work, [t])
 
     def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int) -> dist._Work:
         """Start receiving into ``tensors[0]`` from group rank ``srcRank``."""
-        t = _flat(tensors, "recv")
+        t = flat(tensors, "recv")
         array, post = stage(t, write=True)
+        if srcRank == self._comm.rank:
+            dst = contiguous(array)
+            copy_back = None if dst is array else (lambda: array.__setitem__(Ellipsis, dst))
+            return PendingWork(self_receive(self._mpi, dst, srcRank, tag), [t],
+                               chain(copy_back, post), source=lambda: srcRank)
         return PendingWork(self._comm.irecv(array, srcRank, tag), [t], post,
                            source=lambda: srcRank)
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int) -> dist._Work:
         """Start receiving into ``tensors[0]`` from whichever rank sends first."""
-        t = _flat(tensors, "recv")
+        t = flat(tensors, "recv")
         array, post = stage(t, write=True)
-        dst = _contiguous(array)
+        dst = contiguous(array)
         status = MPI.Status()
         request = self._mpi.Irecv(dst, MPI.ANY_SOURCE, tag)
 
@@ -552,8 +545,45 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def barrier(self, opts: Any = None) -> dist._Work:
         """Block until every rank of the group has entered."""
         opts = opts if opts is not None else _opts.BarrierOptions()
+        limit = barrier_limit(opts, self._timeout)
+        if limit is not None:
+            self._timed_barrier(limit)
+            return DONE
         work = self._comm.barrier(async_op=self._overlap and bool(getattr(opts, "asyncOp", 0)))
         return self._work(work, [], None)
+
+    def _timed_barrier(self, limit: timedelta) -> None:
+        """A barrier that raises when the others have not arrived within ``limit``: a
+        non-blocking barrier polled against the deadline. The group is then unusable (its
+        barrier can never be matched), as gloo's is."""
+        request = self._mpi.Ibarrier()
+        deadline = time.monotonic() + limit.total_seconds()
+        pause = 1e-5
+        while not request.Test():
+            if time.monotonic() > deadline:
+                ms = round(limit.total_seconds() * 1000)
+                message = (f"[rank {self._comm.rank}] barrier of the process group "
+                           f"{self._group_name or '(default)'}: Timed out waiting {ms}ms for "
+                           f"the other ranks; the group is unusable now, make a new one")
+                self._retire(message)
+                raise RuntimeError(message)
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
+
+    def _retire(self, reason: str) -> None:
+        """Make every later use of the group raise ``RuntimeError(reason)``."""
+        gone: Any = Unusable(reason)
+        self._comm, self._mpi, self._fast = gone, gone, gone
+
+    def shutdown(self) -> None:
+        """Called by ``destroy_process_group``: later uses of the group raise."""
+        if not isinstance(self._mpi, Unusable):
+            mpi = self._mpi
+            self._retire(f"the process group {self._group_name or '(default)'} was destroyed "
+                         f"(destroy_process_group)")
+            if mpi != MPI.COMM_WORLD:
+                with contextlib.suppress(Exception):
+                    mpi.Free()  # MPI frees it once pending operations end
 
     # -- checks --------------------------------------------------------------------------------
     def _check_list(self, tensors: Sequence[torch.Tensor], like: torch.Tensor,
@@ -567,88 +597,3 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                                  f"{tuple(like.shape)}")
             if t.dtype != like.dtype:
                 raise TypeError(f"{what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
-
-
-# -- module helpers ----------------------------------------------------------------------------
-# What a blocking call returns: torch only waits on it (a no-op), so one object serves all.
-_DONE = DoneWork([])
-
-
-def _plain(t: torch.Tensor) -> Any:
-    """The numpy view of a CPU tensor numpy has a dtype for, else None (the fast paths decline
-    None)."""
-    try:
-        return t.numpy()
-    except (TypeError, RuntimeError):
-        return None
-
-
-def _plain_pair(out: torch.Tensor, inp: torch.Tensor) -> bool:
-    """Whether two CPU tensors may go to a fast path: no autograd, separate storages (numpy
-    views of one storage do not share a ``.base``, so the fast paths could not tell)."""
-    return (out.is_cpu and inp.is_cpu and not out.requires_grad and not inp.requires_grad
-            and out.untyped_storage().data_ptr() != inp.untyped_storage().data_ptr())
-
-
-def _flat_view(array: Any) -> Any:
-    """A 1-D view of a contiguous array (strided arrays stay: the communicator stages them)."""
-    flags = getattr(array, "flags", None)
-    if flags is not None and flags.c_contiguous:
-        return array.reshape(-1)
-    return array
-
-
-def _contiguous(array: Any) -> Any:
-    flags = getattr(array, "flags", None)
-    if flags is None or flags.c_contiguous:
-        return array
-    return numpy.ascontiguousarray(array)
-
-
-def _scatter_rows(outs: Sequence[torch.Tensor], big: torch.Tensor) -> Post:
-    def post() -> None:
-        for out, row in zip(outs, big):
-            out.copy_(row.view(out.shape))
-
-    return post
-
-
-def _then(work: dist._Work, result: list[torch.Tensor], step: Post) -> dist._Work:
-    """``work`` followed by ``step``, as one work whose result is ``result``."""
-    if isinstance(work, DoneWork):
-        step()
-        return DoneWork(result)
-    assert isinstance(work, PendingWork)
-    return PendingWork(work._work, result, chain(work._post, step))
-
-
-def _all_of(works: list[dist._Work], result: list[torch.Tensor]) -> dist._Work:
-    """One work for several: done when all are."""
-    pending = [w for w in works if not isinstance(w, DoneWork)]
-    if not pending:
-        return DoneWork(result)
-
-    def wait_all(items: Sequence[Any]) -> None:
-        for item in items:
-            item.wait()
-
-    def test_all(items: Sequence[Any]) -> bool:
-        return all(item.is_completed() for item in items)
-
-    return PendingWork(MPIWork(pending, None, None, wait_all, test_all), result)
-
-
-def _with_async(opts: Any, source: Any) -> Any:
-    opts.reduceOp = source.reduceOp
-    opts.asyncOp = getattr(source, "asyncOp", True)
-    return opts
-
-
-def _mpi_work(requests: list[MPI.Request], keep: Any) -> MPIWork:
-    def wait_all(reqs: Sequence[MPI.Request]) -> None:
-        MPI.Request.Waitall(list(reqs))
-
-    def test_all(reqs: Sequence[MPI.Request]) -> bool:
-        return bool(MPI.Request.Testall(list(reqs)))
-
-    return MPIWork(requests, None, keep, wait_all, test_all)

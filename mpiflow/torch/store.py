@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import operator
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ from .store_service import (
     Table,
     Value,
     as_bytes,
+    check_keys,
     poller,
     stay_forever,
 )
@@ -231,6 +233,7 @@ class MPIStore(dist.Store):
             key: the key.
             value: bytes, or str (stored UTF-8 encoded).
         """
+        check_keys(key)
         self._call(Op.SET, key, as_bytes(value))
 
     def get(self, key: str) -> bytes:
@@ -245,6 +248,7 @@ class MPIStore(dist.Store):
         Raises:
             DistStoreError: the key was not set within the timeout.
         """
+        check_keys(key)
         return self._lookup([key], None)[0]
 
     def add(self, key: str, value: int) -> int:
@@ -260,7 +264,11 @@ class MPIStore(dist.Store):
         Raises:
             ValueError: the key holds something that is not an integer.
         """
-        return int(self._call(Op.ADD, key, int(value)))
+        check_keys(key)
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise TypeError(f"add() takes an integer amount (as TCPStore's), got "
+                            f"{type(value).__name__}")
+        return int(self._call(Op.ADD, key, operator.index(value)))
 
     def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
         """Set ``key`` to ``desired_value`` if it holds ``expected_value``, as TCPStore does.
@@ -277,6 +285,7 @@ class MPIStore(dist.Store):
             The value of the key after the call (``expected_value`` for a missing key that
             was not set).
         """
+        check_keys(key)
         return bytes(self._call(Op.COMPARE_SET, key, as_bytes(expected_value),
                                 as_bytes(desired_value)))
 
@@ -289,6 +298,7 @@ class MPIStore(dist.Store):
         Returns:
             Whether the key existed.
         """
+        check_keys(key)
         return bool(self._call(Op.DELETE, key))
 
     def num_keys(self) -> int:
@@ -308,6 +318,7 @@ class MPIStore(dist.Store):
         Returns:
             True if all exist (also for no keys).
         """
+        check_keys(*keys)
         return bool(self._call(Op.CHECK, list(keys)))
 
     def wait(self, keys: list[str], timeout: timedelta | None = None) -> None:
@@ -320,6 +331,7 @@ class MPIStore(dist.Store):
         Raises:
             DistStoreError: some key was still missing after the timeout.
         """
+        check_keys(*keys)
         self._lookup(list(keys), timeout)
 
     def append(self, key: str, value: Value) -> None:
@@ -329,6 +341,7 @@ class MPIStore(dist.Store):
             key: the key.
             value: bytes, or str (UTF-8 encoded).
         """
+        check_keys(key)
         self._call(Op.APPEND, key, as_bytes(value))
 
     def multi_get(self, keys: list[str]) -> list[bytes]:
@@ -343,6 +356,7 @@ class MPIStore(dist.Store):
         Raises:
             DistStoreError: some key was not set within the timeout.
         """
+        check_keys(*keys)
         return self._lookup(list(keys), None)
 
     def multi_set(self, keys: Sequence[str], values: Sequence[Value]) -> None:
@@ -357,6 +371,7 @@ class MPIStore(dist.Store):
         """
         if len(keys) != len(values):
             raise ValueError(f"MPIStore.multi_set: {len(keys)} keys but {len(values)} values")
+        check_keys(*keys)
         self._call(Op.MULTI_SET, list(keys), [as_bytes(v) for v in values])
 
     def has_extended_api(self) -> bool:

@@ -68,7 +68,24 @@ def as_bytes(value: Value) -> bytes:
     """A store value as bytes: str is UTF-8 encoded, as TCPStore's Python binding does."""
     if isinstance(value, str):
         return value.encode()
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"a store value must be str or bytes (as TCPStore's), got "
+                        f"{type(value).__name__}")
     return bytes(value)
+
+
+def check_keys(*keys: object) -> None:
+    """Refuse keys that are not str, as TCPStore does (TypeError).
+
+    >>> check_keys("a", 1)
+    Traceback (most recent call last):
+    ...
+    TypeError: a store key must be str (as TCPStore's), got int
+    """
+    for key in keys:
+        if not isinstance(key, str):
+            raise TypeError(f"a store key must be str (as TCPStore's), got "
+                            f"{type(key).__name__}")
 
 
 # TCPStore reads a counter with std::stoll: leading blanks, a sign, digits, anything after.

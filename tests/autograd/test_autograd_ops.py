@@ -447,6 +447,13 @@ def test_gradcheck_non_tensor_arguments_and_float32_inputs() -> None:
     assert x.grad is None  # the inputs are copied
 
 
+def test_gradcheck_passes_integer_and_bool_tensors_as_they_are() -> None:
+    # an index tensor cast to float64 could not index (found by tests/test_op_sweep.py)
+    x = flow.tensor([[0.5, 1.5], [2.0, -1.0], [3.0, 0.25]], requires_grad=True)
+    index, mask = flow.tensor([2, 0, 2]), flow.tensor([True, False])
+    assert gradcheck(lambda t, i, m: t[i][:, m] * 2, [x, index, mask])
+
+
 # -- PyTorch, where it happens to be installed ------------------------------------------------
 def test_against_torch() -> None:
     torch = pytest.importorskip("torch")

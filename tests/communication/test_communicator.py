@@ -12,6 +12,7 @@ from numpy.testing import assert_array_equal
 from mpiflow.communication import ReduceOp, Work, check_reduce_dtype, new_communicator, reduce_plan
 from mpiflow.communication.mpi import datatypes
 from mpiflow.communication.mpi.group import world_comm
+from mpiflow.communication.mpi.quirks import Probe
 
 pytestmark = pytest.mark.mpi
 
@@ -120,7 +121,7 @@ def test_fallback_user_op_matches_native(monkeypatch: pytest.MonkeyPatch, op: Re
     except TypeError:
         pytest.skip("op undefined for dtype")
     monkeypatch.setattr(datatypes, "_plans", {})
-    monkeypatch.setattr(datatypes, "_native_works", lambda dt, mpi_op: False)
+    monkeypatch.setattr(datatypes, "probe", lambda dt, mpi_op, ufunc: Probe("refused"))
     plan = reduce_plan(dtype, op)
     assert plan.datatype is not None
     fresh = new_communicator(world_comm.mpi_comm)  # no cached fast path

@@ -53,13 +53,13 @@ def test_launch_propagates_an_early_os_exit(tmp_path: object) -> None:
     import subprocess
     import sys
 
-    from helpers import _LAUNCHER_PREFIXES
+    from helpers import job_env
 
     path = os.path.join(str(tmp_path), "job.py")
     with open(path, "w") as f:
         f.write("import os, time, mpiflow\nif mpiflow.env.get_rank() == 1:\n    os._exit(0)\n"
                 "time.sleep(20)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env = job_env()
     env.pop("MPIEXEC", None)
     env["PYTHONPATH"] = str(pathlib.Path(__file__).resolve().parents[2])  # this checkout
     done = subprocess.run([sys.executable, "-m", "mpiflow.launch", "-n", "2", "--timeout", "60",

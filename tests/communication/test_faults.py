@@ -7,7 +7,7 @@ on stderr. They start their own jobs, so they run in the 1-rank session only.
 
 from __future__ import annotations
 
-import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +15,7 @@ import textwrap
 import time
 
 import pytest
-from helpers import _LAUNCHER_PREFIXES, MPIEXEC, Job, run_job
+from helpers import MPIEXEC, Job, job_env, run_job
 
 TIMEOUT = 3  # the watchdog's, in the jobs
 FAST = {"MPIFLOW_TIMEOUT": str(TIMEOUT)}
@@ -136,7 +136,9 @@ def test_a_rank_that_exits_early_is_reported_not_waited_for(status: str, timeout
     assert f"rank 1: has exited (sys.exit({status}) at <string>:4 in <module>)" in \
         result.stderr
     if timeout == "20":  # the exit is noticed after min(timeout, 10 s), before the timeout
-        assert "has waited 10.0 s on a rank that has exited" in result.stderr
+        waited = re.search(r"has waited ([0-9.]+) s on a rank that has exited", result.stderr)
+        assert waited is not None, result.stderr
+        assert 10.0 <= float(waited.group(1)) < 20.0  # a loaded machine reports 10.5 s
     else:
         assert "has not completed after 3.0 s" in result.stderr
 
@@ -245,7 +247,7 @@ def test_ctrl_c_while_every_rank_is_blocked_reports_and_aborts() -> None:
         else:
             dist.barrier()
     """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env = job_env()
     env["MPIFLOW_TIMEOUT"] = "600"
     proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-c", code], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

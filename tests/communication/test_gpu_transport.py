@@ -519,7 +519,7 @@ def test_cuda_aware_synchronizes_the_stream_before_mpi() -> None:
     assert ops.synchronizations == 2
     assert ops.to_host_copies == 0  # nothing staged
     direct = DirectMPICommunicator(world_comm, ops)
-    assert direct._on_device() is None and direct.array_module is numpy
+    assert direct.on_device() is None and direct.array_module is numpy
 
 
 @pytest.mark.mpi
@@ -664,9 +664,9 @@ def test_init_process_group_nccl_connects_the_world_and_later_groups(
     monkeypatch.setattr(cuda, "is_available", lambda: True)
     monkeypatch.setattr(device_module, "device_communicator", device_communicator)
     flow.distributed.init_process_group(backend="nccl")
-    assert made[world_comm].connected and made[world_comm]._p2p_on_group
+    assert made[world_comm].connected and made[world_comm].comms.p2p_on_group
     group = flow.distributed.new_group(list(range(WORLD)))
-    assert made[group.comm].connected and made[group.comm]._p2p_on_group
+    assert made[group.comm].connected and made[group.comm].comms.p2p_on_group
 
 
 @pytest.mark.mpi
@@ -679,7 +679,7 @@ def test_init_process_group_nccl_without_a_gpu_connects_nothing(
     monkeypatch.setattr(cuda, "is_available", lambda: False)
     flow.distributed.init_process_group(backend="nccl")
     assert not pg_module._connect_new_groups
-    assert world_comm._device_comm is None or not isinstance(world_comm._device_comm,
+    assert world_comm.device_comm is None or not isinstance(world_comm.device_comm,
                                                              NCCLCommunicator)
 
 
@@ -904,7 +904,7 @@ def test_mpi_communicator_routes_device_arrays(monkeypatch: pytest.MonkeyPatch) 
     ops = HostOps()
     staged = StagedCommunicator(world_comm, ops)
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=_FakeDeviceArray))
-    monkeypatch.setattr(world_comm, "_device_comm", staged)
+    monkeypatch.setattr(world_comm, "device_comm", staged)
     x = numpy.ones(3).view(_FakeDeviceArray)
     dist.all_reduce(x)
     assert ops.to_host_copies == 1 and numpy.asarray(x).tolist() == [WORLD] * 3

@@ -133,7 +133,7 @@ def test_comm_recv_with_a_wrong_shape_or_dtype_raises(case):
 
 
 # -- 2. tags are checked before anything is sent -------------------------------------------------
-@pytest.mark.parametrize("tag", [-1, -5, TAG_UB + 1])
+@pytest.mark.parametrize("tag", [-1, -5, TAG_UB + 1, 2 ** 31, 2 ** 64])  # past a C int too
 def test_bad_tags_raise_before_sending(tag):
     peer = (RANK + 1) % WORLD
     x = numpy.zeros(3)

@@ -548,11 +548,11 @@ def test_other_layers_can_register_their_blocking_functions() -> None:
     watchdog.register_blocking_site(wait_for_the_device)
     try:
         assert wait_for_the_device()
-        assert "_wait_all" in watchdog.blocking_sites()[mpi.__file__]
+        assert "run" in watchdog.blocking_sites()[mpi.__file__]
     finally:
         watchdog.unregister_blocking_site(wait_for_the_device)
     assert not wait_for_the_device()
-    assert "_wait_all" in watchdog.blocking_sites()[mpi.__file__]
+    assert "run" in watchdog.blocking_sites()[mpi.__file__]
 
 
 @pytest.mark.mpi

@@ -35,8 +35,8 @@ def test_exported():
     assert mpiflow.comm is comm
     assert set(comm.__all__) == {
         "all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all", "barrier",
-        "broadcast", "gather", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
-        "scatter", "send"}
+        "broadcast", "from_mpi4py", "gather", "recv", "reduce", "reduce_scatter",
+        "reduce_scatter_tensor", "scatter", "send"}
 
 
 # -- collectives ------------------------------------------------------------------------------

@@ -481,6 +481,18 @@ def test_a_truncated_file_is_caught_by_the_collective_read_too(ckpt_dir: str) ->
         mpiio.read_array(world_comm.mpi_comm, path, len(header), full.dtype, full.shape, box)
 
 
+def test_a_truncated_file_fails_every_rank_also_those_whose_region_is_whole(
+        ckpt_dir: str) -> None:
+    """Only the last rank's rows are cut off; every rank raises (ROMIO and OMPIO alike)."""
+    path = os.path.join(ckpt_dir, "t.npy")
+    full = value((ROWS, 4), numpy.float32)
+    header = header_bytes(full.dtype, full.shape)
+    rank0(lambda: write_file(path, header + full.tobytes()[:-4]))
+    box = ((RANK, RANK + 1), (0, 4))  # one row each: rank 0's is intact
+    with pytest.raises(CheckpointError, match=r"truncated: it holds \d+ bytes"):
+        mpiio.read_array(world_comm.mpi_comm, path, len(header), full.dtype, full.shape, box)
+
+
 def test_bad_arguments(ckpt_dir: str) -> None:
     path = os.path.join(ckpt_dir, "ckpt")
     save({"v": flow.tensor([1.0, 2.0]), "n": flow.tensor(1.0)}, path)

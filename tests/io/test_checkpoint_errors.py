@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy
 import pytest
-from helpers import _LAUNCHER_PREFIXES, MPIEXEC, run_job
+from helpers import MPIEXEC, job_env, run_job
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
@@ -258,7 +258,7 @@ print("unreachable", flush=True)
 @pytest.mark.parametrize("case", ["header", "mpi"])
 def test_ctrl_c_while_a_save_waits_reports_and_exits_130(tmp_path: Any, case: str) -> None:
     code = textwrap.dedent(INTERRUPTED.format(path=str(tmp_path / "ckpt"), case=case))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env = job_env()
     env["MPIFLOW_TIMEOUT"] = "600"
     proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-c", code], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

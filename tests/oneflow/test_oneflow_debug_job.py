@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from helpers import job_env
 
 pytestmark = [pytest.mark.mpi, pytest.mark.single_process]
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-_LAUNCHER = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "MV2_", "SLURM_")
 
 PROGRAM = """
 import mpiflow as flow
@@ -33,7 +33,7 @@ print(f"rank {{rank}} done", flush=True)
 
 
 def _run(what: str, debug: bool) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER)}
+    env = job_env()
     env["MPIFLOW_DEBUG"] = "1" if debug else "0"
     return subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-c", PROGRAM.format(what=what)],
                           capture_output=True, text=True, timeout=120, env=env)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+import os
 
 import pytest
 from helpers import MPIEXEC, run_job
@@ -21,19 +21,29 @@ def test_rank_and_size_match_mpi() -> None:
 
 @pytest.mark.mpi
 def test_local_ranks_number_the_processes_of_each_node() -> None:
-    size = flow.env.get_world_size()
+    """A node is what MPI finds sharing memory, not a host name: a simulated multi-node job
+    (scripts/test's 2-node step: MPICH ``-hosts localhost,127.0.0.1 -launcher fork``) runs
+    several nodes on one host. With ``MPIFLOW_TEST_PPN`` set, the job placed that many
+    consecutive ranks on each node."""
+    rank, size = flow.env.get_rank(), flow.env.get_world_size()
+    shared = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    node = shared.allreduce(rank, op=MPI.MIN)  # the node's lowest rank names it
+    shared.Free()
     everyone: list = [None] * size
-    dist.all_gather_object(everyone, (socket.gethostname(), flow.env.get_local_rank(),
+    dist.all_gather_object(everyone, (node, flow.env.get_local_rank(),
                                       flow.env.get_local_world_size(), flow.env.get_node_rank(),
                                       flow.env.get_node_size()))
-    hosts = sorted({host for host, *_ in everyone})
-    assert {e[4] for e in everyone} == {len(hosts)}
-    for host in hosts:
-        on_host = [e for e in everyone if e[0] == host]
-        assert sorted(e[1] for e in on_host) == list(range(len(on_host)))
-        assert {e[2] for e in on_host} == {len(on_host)}
-        assert len({e[3] for e in on_host}) == 1
-    assert sorted({e[3] for e in everyone}) == list(range(len(hosts)))
+    nodes = sorted({node for node, *_ in everyone})
+    assert {e[4] for e in everyone} == {len(nodes)}
+    for node in nodes:
+        on_node = [e for e in everyone if e[0] == node]
+        assert sorted(e[1] for e in on_node) == list(range(len(on_node)))
+        assert {e[2] for e in on_node} == {len(on_node)}
+        assert {e[3] for e in on_node} == {nodes.index(node)}  # numbered by lowest rank
+    ppn = int(os.environ.get("MPIFLOW_TEST_PPN", "0"))
+    if ppn:
+        assert [e[1:4] for e in everyone] == [
+            (r % ppn, min(ppn, size - r // ppn * ppn), r // ppn) for r in range(size)]
 
 
 @pytest.mark.parametrize(

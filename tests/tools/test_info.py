@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers import MPIEXEC, run_job
+from mpi4py import MPI
 
 from mpiflow.info import collect, cuda_aware_mpi, format_report
 
@@ -12,6 +15,7 @@ def test_report_names_everything_the_issue_asks_for() -> None:
     info = collect()
     for key in ("mpiflow", "mpi4py", "numpy", "MPI library", "MPI standard", "thread level",
                 "world size", "ranks on this node", "cupy", "nccl (cupy.cuda.nccl)",
+                "reductions unlike numpy",
                 "CUDA-aware MPI"):
         assert info[key], key
     text = format_report(info)
@@ -38,4 +42,16 @@ def test_info_prints_once_per_job() -> None:
                   launcher=[MPIEXEC, "-n", "2"])
     assert job.returncode == 0, job.stderr
     assert job.stdout.count("MPI standard") == 1  # printed by rank 0 only
-    assert "world size            : 2" in job.stdout
+    assert re.search(r"^world size +: 2$", job.stdout, re.M)
+
+
+@pytest.mark.skipif(not MPI.Get_library_version().startswith("MPICH"),
+                    reason="simulates two nodes with MPICH's Hydra (-hosts, -launcher fork)")
+def test_info_counts_the_nodes_of_a_simulated_two_node_job() -> None:
+    """Hydra takes localhost and 127.0.0.1 for two hosts: 2 nodes of 2 ranks on one machine."""
+    job = run_job(4, "from mpiflow.__main__ import main; main(['info'])",
+                  launcher=[MPIEXEC, "-n", "4", "-ppn", "2", "-hosts", "localhost,127.0.0.1",
+                            "-launcher", "fork"])
+    assert job.returncode == 0, job.stderr
+    assert re.search(r"^nodes +: 2$", job.stdout, re.M), job.stdout
+    assert re.search(r"^ranks on this node +: 2$", job.stdout, re.M), job.stdout

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from helpers import _LAUNCHER_PREFIXES, MPIEXEC
+from helpers import MPIEXEC, job_env
 
 from mpiflow.launch import (
     Launcher,
@@ -156,7 +156,7 @@ def test_find_launcher_looks_beside_mpi4py_libmpi_first(tmp_path: pathlib.Path) 
 def launch(*args: str, timeout: float = 120, env: dict[str, str] | None = None
            ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m mpiflow.launch args`` as a fresh job (no variables of ours leak in)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    full_env = job_env()
     full_env.pop("MPIEXEC", None)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "mpiflow.launch", *args], capture_output=True,
@@ -235,7 +235,7 @@ def test_ctrl_c_is_forwarded_and_the_job_ends(tmp_path: pathlib.Path) -> None:
     sleeper = script(tmp_path, "import time, mpiflow\nmpiflow.distributed.barrier()\n"
                                "if mpiflow.env.get_rank() == 0:\n"
                                "    print('ready', flush=True)\ntime.sleep(120)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env = job_env()
     proc = subprocess.Popen([sys.executable, "-m", "mpiflow.launch", "-n", "2", "--timeout",
                              "90", sleeper], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=ROOT)

@@ -112,6 +112,15 @@ def test_bfloat16_sums_are_rounded_once_not_reduced_as_integers() -> None:
     assert torch.equal(t, exact)
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16], ids=str)
+def test_small_integer_sums_wrap_as_torch_on_every_mpi(dtype) -> None:
+    """Issue #23: Open MPI saturates these sums from ~16 elements; torch wraps."""
+    t = torch.full((64,), 100 + RANK, dtype=torch.int64).to(dtype)
+    dist.all_reduce(t)
+    want = torch.full((64,), sum(100 + r for r in range(SIZE)), dtype=torch.int64).to(dtype)
+    assert torch.equal(t, want)
+
+
 def test_premul_sum_and_async_future_without_wait() -> None:
     t = data(RANK, torch.float32)
     dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))

@@ -392,3 +392,19 @@ def test_exiting_with_calls_still_waiting_in_threads_does_not_hang() -> None:
     assert "rank 0 done" in result.stdout and "rank 1 done" in result.stdout
     assert result.seconds < 40, (result.seconds, result.stderr)
     assert "Traceback" not in result.stderr, result.stderr  # the waiting calls stay silent
+
+
+def test_argument_types_are_tcpstores(store: MPIStore) -> None:
+    # TCPStore's binding refuses these with TypeError; none may be stored as something else.
+    with pytest.raises(TypeError, match="key must be str"):
+        store.set(1, b"x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key must be str"):
+        store.get(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key must be str"):
+        store.check(["a", 2])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="integer amount"):
+        store.add(f"n{RANK}", 1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="str or bytes"):
+        store.set(f"v{RANK}", 5)  # type: ignore[arg-type]
+    assert store.add(f"n{RANK}", 2) == 2
+    assert not store.check([f"v{RANK}"])

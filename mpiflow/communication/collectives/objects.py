@@ -29,12 +29,13 @@ from mpi4py.util import pkl5
 from ..debug.mode import CollectiveMismatchError
 from ..mpi.group import ProcessGroup
 from ..mpi.interface import Communicator
-from ..watchdog.monitor import BlockedCall, register_frame_reader, watched
+from ..watchdog.monitor import BlockedCall, register_frame_reader
+from ..watchdog.state import watched
 from .torch_api import resolve_group
 
 __all__ = ["all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"]
 
-_OPERATIONS = ("broadcast_object_list", "all_gather_object", "gather_object",
+OPERATIONS = ("broadcast_object_list", "all_gather_object", "gather_object",
                "scatter_object_list")
 _ROOT_NAMES = {"broadcast_object_list": "src", "gather_object": "dst",
                "scatter_object_list": "src"}
@@ -85,7 +86,7 @@ def _agree(group: ProcessGroup, comm: Communicator, operation: str, root: int) -
     """
     if not getattr(comm, "checks_every_call", False) or comm.size == 1:
         return
-    mine = numpy.array([_OPERATIONS.index(operation), root], dtype=numpy.int64)
+    mine = numpy.array([OPERATIONS.index(operation), root], dtype=numpy.int64)
     table = numpy.empty(2 * comm.size, dtype=numpy.int64)
     comm.all_gather(mine, table)
     rows = table.reshape(comm.size, 2)
@@ -93,7 +94,7 @@ def _agree(group: ProcessGroup, comm: Communicator, operation: str, root: int) -
         return
     calls: dict[str, list[int]] = {}
     for r, (op, at) in enumerate(rows.tolist()):
-        name = _OPERATIONS[op]
+        name = OPERATIONS[op]
         root_name = _ROOT_NAMES.get(name)
         text = name if root_name is None else f"{name}({root_name}={group.ranks[at]})"
         calls.setdefault(text, []).append(group.ranks[r])

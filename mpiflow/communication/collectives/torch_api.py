@@ -16,23 +16,31 @@ or for ``async_op=True`` when the :class:`Work` completes.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy
 from mpi4py import MPI
 
 from ...core.array_module import array_module
-from ...core.buffers import as_buffer
 from ...core.deterministic import are_deterministic_algorithms_enabled as _deterministic
-from ...core.reduce_op import ReduceOp, check_reduce_dtype
-from ...core.torch_arrays import Post, chain, is_torch_tensor, numpy_dtype, stage
+from ...core.reduce_op import ReduceOp
+from ...core.torch_arrays import Post, chain
 from ..mpi.communicator import MessageSizeError, check_tag, p2p_error
 from ..mpi.group import ProcessGroup, world_comm, world_group
 from ..mpi.interface import Communicator, Work
 from ..watchdog.skew import skipped
 from . import deterministic
+from .arguments import (
+    buffer_arg,
+    check_concat_shape,
+    check_like,
+    check_torch_dtypes,
+    copy_out,
+    list_args,
+    reduce_arg,
+    single_args,
+    stack,
+)
 
 __all__ = [
     "all_gather",
@@ -108,117 +116,6 @@ def _finish(work: Work | None, async_op: bool, post: Post | None) -> Work | None
     return None
 
 
-def buffer_arg(obj: Any, what: str, write: bool = False) -> tuple[Any, Post | None]:
-    """The array behind an argument that is moved, not reduced, and the step that finishes it.
-
-    Args:
-        obj: a numpy array, a registered array-like or a torch tensor.
-        what: the argument's name, for errors.
-        write: the operation writes into ``obj`` (a CUDA tensor's staged copy is copied back).
-
-    Returns:
-        ``(array, post)``: ``post`` is None or must run after the operation has completed.
-    """
-    if type(obj) is numpy.ndarray:
-        return obj, None
-    if is_torch_tensor(obj):
-        return stage(obj, what, write=write)
-    return as_buffer(obj, what), None
-
-
-def _reduce_arg(obj: Any, what: str, op: ReduceOp, write: bool) -> tuple[Any, Post | None]:
-    """As :func:`buffer_arg` for an operand of a reduction: a tensor of a dtype numpy lacks
-    (bfloat16) becomes a float32 (complex64) copy, never its bits, rounded back by ``post``."""
-    if type(obj) is numpy.ndarray:
-        return obj, None
-    if not is_torch_tensor(obj):
-        return as_buffer(obj, what), None
-    array, post = stage(obj, what, reduce=True, write=write)
-    if numpy_dtype(obj.dtype) is None:
-        # The communicator checks ``op`` against the wider dtype; name the tensor's own.
-        try:
-            check_reduce_dtype(op, array.dtype)
-        except TypeError as exc:
-            raise TypeError(f"{what} is a {obj.dtype} tensor (reduced as {array.dtype}): "
-                            f"{exc}") from None
-    return array, post
-
-
-def list_args(objs: Any, what: str, write: bool = False, reduce: ReduceOp | None = None
-               ) -> tuple[list[Any], Post | None]:
-    """The arrays behind a list of arguments (see :func:`buffer_arg`), and the steps finishing them.
-
-    Args:
-        objs: a list or tuple of arrays or tensors.
-        what: the list's name, for errors.
-        write: the operation writes into the entries.
-        reduce: the op, when the entries are reduced.
-    """
-    if not isinstance(objs, (list, tuple)):
-        raise TypeError(f"{what} must be a list of arrays or tensors, got {type(objs).__name__}")
-    arrays, posts = [], []
-    for i, obj in enumerate(objs):
-        array, post = (buffer_arg(obj, f"{what}[{i}]", write) if reduce is None
-                       else _reduce_arg(obj, f"{what}[{i}]", reduce, write))
-        arrays.append(array)
-        posts.append(post)
-    return arrays, chain(*posts)
-
-
-def _check_torch_dtypes(objs: Sequence[Any], what: str) -> None:
-    """Raise ``TypeError`` when the torch tensors among ``objs`` differ in dtype.
-
-    bfloat16 and float16 tensors, say, become arrays of different dtypes, but bfloat16 and
-    int16 ones both become int16 arrays: only torch's own dtypes tell those apart.
-    """
-    dtypes = {o.dtype for o in objs if is_torch_tensor(o)}
-    if len(dtypes) > 1:
-        raise TypeError(f"{what} need one dtype, got tensors of {sorted(map(str, dtypes))}")
-
-
-def _check_like(bufs: Sequence[Any], size: int, like: Any, what: str) -> None:
-    if len(bufs) != size:
-        raise ValueError(f"{what} must have one entry per rank of the group ({size}), "
-                         f"got {len(bufs)}")
-    for i, b in enumerate(bufs):
-        if b.shape != like.shape:
-            raise ValueError(f"{what}[{i}] has shape {tuple(b.shape)}, expected "
-                             f"{tuple(like.shape)}")
-        if b.dtype != like.dtype:
-            raise TypeError(f"{what}[{i}] has dtype {b.dtype}, expected {like.dtype}")
-
-
-def _copy_out(outs: Sequence[Any], stacked: Any) -> Callable[[], None]:
-    def post() -> None:
-        for out, part in zip(outs, stacked):
-            out[...] = part
-
-    return post
-
-
-def _stack(comm: Communicator, bufs: Sequence[Any], like: Any) -> Any:
-    stacked = array_module(like).empty((len(bufs), *like.shape), dtype=like.dtype)
-    for i, b in enumerate(bufs):
-        stacked[i] = b
-    return stacked
-
-
-def _check_concat_shape(big: Any, small: Any, size: int, what: str) -> None:
-    bshape, sshape = big.shape, small.shape
-    # Fast path for the common, valid concatenated layout: as many dims, dim 0
-    # ``size`` times as long, the other dims equal. Anything else takes the full check below.
-    if (sshape and len(bshape) == len(sshape) and bshape[0] == size * sshape[0]
-            and bshape[1:] == sshape[1:] and big.dtype == small.dtype):
-        return
-    stacked = (size, *small.shape)
-    concat = (size * small.shape[0], *small.shape[1:]) if small.ndim else stacked
-    if tuple(big.shape) not in (stacked, concat):
-        raise ValueError(f"{what} has shape {tuple(big.shape)}; with {size} ranks it must be "
-                         f"{concat} (concatenated) or {stacked} (stacked)")
-    if big.dtype != small.dtype:
-        raise TypeError(f"{what} has dtype {big.dtype}, expected {small.dtype}")
-
-
 def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group, in place on every rank.
@@ -239,7 +136,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     if comm is None:
         return _skipped(async_op)
     try:
-        buf, post = _reduce_arg(tensor, "tensor", op, write=True)
+        buf, post = reduce_arg(tensor, "tensor", op, write=True)
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_reduce", exc)
         raise
@@ -274,7 +171,7 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
         return _skipped(async_op)
     try:
         root = g.group_rank(dst, "dst")
-        buf, post = _reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
+        buf, post = reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "reduce", exc)
         raise
@@ -299,14 +196,14 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
     try:
         buf, in_post = buffer_arg(tensor, "tensor")
         outs, out_post = list_args(tensor_list, "tensor_list", write=True)
-        _check_like(outs, comm.size, buf, "tensor_list")
-        _check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
+        check_like(outs, comm.size, buf, "tensor_list")
+        check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_gather", exc)
         raise
     stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
     work = comm.all_gather(buf, stacked, async_op)
-    return _finish(work, async_op, chain(in_post, _copy_out(outs, stacked), out_post))
+    return _finish(work, async_op, chain(in_post, copy_out(outs, stacked), out_post))
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
@@ -325,8 +222,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
     try:
         out, out_post = buffer_arg(output_tensor, "output_tensor", write=True)
         inp, in_post = buffer_arg(input_tensor, "input_tensor")
-        _check_concat_shape(out, inp, comm.size, "output_tensor")
-        _check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
+        check_concat_shape(out, inp, comm.size, "output_tensor")
+        check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_gather", exc)
         raise
@@ -348,10 +245,10 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
             if gather_list is None:
                 raise ValueError("gather_list is required on the destination rank")
             outs, out_post = list_args(gather_list, "gather_list", write=True)
-            _check_like(outs, comm.size, buf, "gather_list")
-            _check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
+            check_like(outs, comm.size, buf, "gather_list")
+            check_torch_dtypes([tensor, *gather_list], "tensor and gather_list")
             stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
-            post = chain(post, _copy_out(outs, stacked), out_post)
+            post = chain(post, copy_out(outs, stacked), out_post)
     except (ValueError, TypeError) as exc:
         _failed(comm, "gather", exc)
         raise
@@ -374,9 +271,9 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
             if scatter_list is None:
                 raise ValueError("scatter_list is required on the source rank")
             ins, in_post = list_args(scatter_list, "scatter_list")
-            _check_like(ins, comm.size, buf, "scatter_list")
-            _check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
-            send = _stack(comm, ins, buf)
+            check_like(ins, comm.size, buf, "scatter_list")
+            check_torch_dtypes([tensor, *scatter_list], "tensor and scatter_list")
+            send = stack(ins, buf)
             post = chain(in_post, post)
     except (ValueError, TypeError) as exc:
         _failed(comm, "scatter", exc)
@@ -392,17 +289,17 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
     if g.comm is None:
         return _skipped(async_op)
     try:
-        out, out_post = _reduce_arg(output, "output", op, write=True)
+        out, out_post = reduce_arg(output, "output", op, write=True)
         ins, in_post = list_args(input_list, "input_list", reduce=op)
-        _check_like(ins, g.comm.size, out, "input_list")
-        _check_torch_dtypes([output, *input_list], "output and input_list")
+        check_like(ins, g.comm.size, out, "input_list")
+        check_torch_dtypes([output, *input_list], "output and input_list")
     except (ValueError, TypeError) as exc:
         _failed(g.comm, "reduce_scatter", exc)
         raise
     if deterministic.wanted(out, op):
-        deterministic.reduce_scatter(g.comm, _stack(g.comm, ins, out), out, op)
+        deterministic.reduce_scatter(g.comm, stack(ins, out), out, op)
         return _finish(Work() if async_op else None, async_op, chain(in_post, out_post))
-    work = g.comm.reduce_scatter(_stack(g.comm, ins, out), out, op, async_op)
+    work = g.comm.reduce_scatter(stack(ins, out), out, op, async_op)
     return _finish(work, async_op, chain(in_post, out_post))
 
 
@@ -420,10 +317,10 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
     if comm is None:
         return _skipped(async_op)
     try:
-        out, out_post = _reduce_arg(output, "output", op, write=True)
-        inp, in_post = _reduce_arg(input, "input", op, write=False)
-        _check_concat_shape(inp, out, comm.size, "input")
-        _check_torch_dtypes([output, input], "output and input")
+        out, out_post = reduce_arg(output, "output", op, write=True)
+        inp, in_post = reduce_arg(input, "input", op, write=False)
+        check_concat_shape(inp, out, comm.size, "input")
+        check_torch_dtypes([output, input], "output and input")
     except (ValueError, TypeError) as exc:
         _failed(comm, "reduce_scatter", exc)
         raise
@@ -453,7 +350,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
         if len(dtypes) > 1:
             names = sorted(map(str, dtypes))
             raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
-        _check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
+        check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_to_all_v", exc)
         raise
@@ -475,20 +372,6 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
     return _finish(work, async_op, chain(in_post, post, out_post))
 
 
-def _split_counts(splits: Sequence[int] | None, rows: int, row: int, size: int,
-                  what: str) -> list[int]:
-    if splits is None:
-        if rows % size:
-            raise ValueError(f"{what}: dim 0 ({rows}) is not divisible by the group size "
-                             f"({size}); pass split sizes")
-        return [rows // size * row] * size
-    splits = [int(s) for s in splits]
-    if len(splits) != size or any(s < 0 for s in splits) or sum(splits) != rows:
-        raise ValueError(f"{what} must be {size} non-negative sizes summing to dim 0 ({rows}), "
-                         f"got {splits}")
-    return [s * row for s in splits]
-
-
 def all_to_all_single(output: Any, input: Any,
                       output_split_sizes: Sequence[int] | None = None,
                       input_split_sizes: Sequence[int] | None = None,
@@ -506,7 +389,7 @@ def all_to_all_single(output: Any, input: Any,
     if comm is None:
         return _skipped(async_op)
     try:
-        out, inp, counts, post = _single_args(comm, output, input, output_split_sizes,
+        out, inp, counts, post = single_args(comm, output, input, output_split_sizes,
                                               input_split_sizes)
     except (ValueError, TypeError) as exc:
         _failed(comm, "all_to_all" if output_split_sizes is None and input_split_sizes is None
@@ -516,34 +399,6 @@ def all_to_all_single(output: Any, input: Any,
         return _finish(comm.all_to_all(inp, out, async_op), async_op, post)
     scounts, rcounts = counts
     return _finish(comm.all_to_all_v(inp, scounts, out, rcounts, async_op), async_op, post)
-
-
-def _single_args(comm: Communicator, output: Any, input: Any,
-                 output_split_sizes: Sequence[int] | None,
-                 input_split_sizes: Sequence[int] | None
-                 ) -> tuple[Any, Any, tuple[list[int], list[int]] | None, Post | None]:
-    """all_to_all_single's checked arrays, element counts (None: an even split) and post."""
-    out, out_post = buffer_arg(output, "output", write=True)
-    inp, in_post = buffer_arg(input, "input")
-    if out.ndim == 0 or inp.ndim == 0:
-        raise ValueError("all_to_all_single needs arrays with at least one dimension")
-    if out.dtype != inp.dtype:
-        raise TypeError(f"output dtype {out.dtype} differs from input dtype {inp.dtype}")
-    _check_torch_dtypes([output, input], "output and input")
-    post = chain(in_post, out_post)
-    if output_split_sizes is None and input_split_sizes is None:
-        if out.size != inp.size:
-            raise ValueError(f"output has {out.size} elements, input {inp.size}; without split "
-                             "sizes they must match")
-        _split_counts(None, inp.shape[0], 1, comm.size, "input")  # checks dim 0 divides evenly
-        return out, inp, None, post
-    in_row = math.prod(inp.shape[1:])
-    out_row = math.prod(out.shape[1:])
-    scounts = _split_counts(input_split_sizes, inp.shape[0], in_row, comm.size,
-                            "input_split_sizes")
-    rcounts = _split_counts(output_split_sizes, out.shape[0], out_row, comm.size,
-                            "output_split_sizes")
-    return out, inp, (scounts, rcounts), post
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,
@@ -581,7 +436,9 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
         try:
             if _fast.send(tensor, dst, tag):
                 return
-        except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+        # A bad tag: MPI refused before sending anything (mpi4py's OverflowError for one past
+        # a C int, where TAG_UB is the largest int: Open MPI).
+        except (MPI.Exception, OverflowError) as exc:
             raise p2p_error(exc, "send", dst, tag) from None
     check_tag(tag)
     g = resolve_group(group)
@@ -620,7 +477,8 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
         try:
             if _fast.recv(tensor, src, tag):
                 return src
-        except MPI.Exception as exc:  # a message larger than tensor, a tag above TAG_UB
+        # A message larger than tensor, a tag above TAG_UB (an OverflowError past a C int)
+        except (MPI.Exception, OverflowError) as exc:
             raise p2p_error(exc, "recv", src, tag, tensor) from None
     check_tag(tag)
     g = resolve_group(group)
@@ -657,20 +515,4 @@ def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None
 
 def _name_sender(work: Work, g: ProcessGroup) -> None:
     """Make ``work``'s size errors name the sender by its world rank and ``g``."""
-    wait_all, test_all = work._wait_all, work._test_all
-    if wait_all is None or test_all is None:
-        return
-
-    def wait(requests: Sequence[Any]) -> None:
-        try:
-            wait_all(requests)
-        except MessageSizeError as exc:
-            raise _recv_error(g, exc) from None
-
-    def test(requests: Sequence[Any]) -> bool:
-        try:
-            return test_all(requests)
-        except MessageSizeError as exc:
-            raise _recv_error(g, exc) from None
-
-    work._wait_all, work._test_all = wait, test
+    work.translate_errors(MessageSizeError, lambda exc: _recv_error(g, exc))

@@ -50,10 +50,11 @@ from ..fast import concurrent_use
 from ..mpi.communicator import MPICommunicator
 from ..mpi.interface import OPERATIONS
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import mark_call
 from ..watchdog.report import describe_group, ranks_text
+from ..watchdog.state import mark_call
 
-__all__ = ["SPECS", "CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
+__all__ = ["FINGERPRINT_SPECS", "CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint",
+           "enabled"]
 
 
 class CollectiveMismatchError(ValueError):
@@ -171,7 +172,7 @@ def _counts(counts: Any) -> tuple[int, ...] | None:
 
 
 # What each collective's ranks must agree on, from its arguments (the method's signature).
-SPECS: dict[str, Callable[..., Fingerprint]] = {
+FINGERPRINT_SPECS: dict[str, Callable[..., Fingerprint]] = {
     "barrier": lambda async_op=False: Fingerprint(),
     "all_reduce": lambda buf, op=ReduceOp.SUM, async_op=False:
         Fingerprint(getattr(buf, "dtype", None), _shape(buf), op),
@@ -347,7 +348,7 @@ class DebugMPICommunicator(MPICommunicator):
         if self.size == 1:
             return
         try:
-            fingerprint = SPECS[operation](*args, **kwargs)
+            fingerprint = FINGERPRINT_SPECS[operation](*args, **kwargs)
         except Exception:  # a call that raised may not even fit the signature
             if error is None:
                 raise
@@ -388,18 +389,18 @@ class DebugMPICommunicator(MPICommunicator):
             mismatch.mpiflow_agreed = True  # type: ignore[attr-defined]
             raise mismatch from error
 
-    # The agreement of a call on host arrays happens as late as it can: in _run, right before
+    # The agreement of a call on host arrays happens as late as it can: in run, right before
     # MPI, after the local checks of MPICommunicator's method. A call that raises in those
     # checks on some ranks only then tells the others, instead of leaving them in the MPI
     # call (or finishing it, a broadcast's root, and matching this rank's next call).
     _pending: tuple[int, str, tuple[Any, ...], dict[str, Any]] | None = None
 
-    def _run(self, *args: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         pending = self._pending
         if pending is not None and pending[0] == get_ident():
             self._pending = None
             self._agree(*pending[1:])
-        return super()._run(*args, **kwargs)
+        return super().run(*args, **kwargs)
 
     def failed(self, operation: str, error: BaseException) -> None:
         """Tell the other ranks that this rank's ``operation`` raised before taking part.
@@ -415,8 +416,8 @@ class DebugMPICommunicator(MPICommunicator):
         self._agree(operation, (), {}, error)
 
 
-# The collectives agreed on in _run (a split or a device array's call never reaches it).
-_LATE = frozenset(SPECS) - {"split", "split_by_color"}
+# The collectives agreed on in run (a split or a device array's call never reaches it).
+_LATE = frozenset(FINGERPRINT_SPECS) - {"split", "split_by_color"}
 
 
 def _on_host(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -468,7 +469,7 @@ def _checked(name: str) -> Callable[..., Any]:
     return method
 
 
-for _name in SPECS:
+for _name in FINGERPRINT_SPECS:
     setattr(DebugMPICommunicator, _name, _checked(_name))
 
 

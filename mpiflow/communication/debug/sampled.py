@@ -32,7 +32,7 @@ from mpi4py import MPI
 
 from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..watchdog.skew import skipped
-from .mode import SPECS, DebugMPICommunicator, enabled
+from .mode import FINGERPRINT_SPECS, DebugMPICommunicator, enabled
 
 __all__ = ["FIRST", "MODES", "PERIOD", "SampledMPICommunicator", "check_mode", "next_checked"]
 
@@ -149,7 +149,7 @@ def _sampled(name: str) -> Callable[..., Any]:
     return method
 
 
-for _name in SPECS:
+for _name in FINGERPRINT_SPECS:
     setattr(SampledMPICommunicator, _name, _sampled(_name))
 
 

@@ -39,7 +39,7 @@ class DirectMPICommunicator(MPICommunicator):
     def array_module(self) -> Any:
         return self._ops.xp
 
-    def _on_device(self) -> Communicator | None:
+    def on_device(self) -> Communicator | None:
         return None
 
 

@@ -44,11 +44,12 @@ def build_device_communicator(mpi: MPICommunicator, ops: DeviceOps, choice: Tran
         ops: the device operations (:class:`~.device_ops.CupyOps`; ``HostOps`` in tests).
         choice: the transport and its fallback.
         pool: pinned buffers to share between communicators (a new pool by default).
-        nccl_backend: the NCCL library (:class:`~.nccl.CupyNccl` by default).
+        nccl_backend: the NCCL library (:class:`~.nccl_library.CupyNccl` by default).
     """
     cuda_aware = choice.fallback is Transport.CUDA_AWARE_MPI
     if choice.transport is Transport.NCCL:
-        from .nccl import CupyNccl, NCCLCommunicator
+        from .nccl import NCCLCommunicator
+        from .nccl_library import CupyNccl
 
         backend = CupyNccl() if nccl_backend is None else nccl_backend
         return NCCLCommunicator(mpi, ops, backend, cuda_aware, pool)
@@ -66,7 +67,7 @@ def _defaults() -> tuple[DeviceOps, TransportChoice, PinnedPool, Any]:
         choice = current_transport()
         backend = None
         if choice.transport is Transport.NCCL:
-            from .nccl import CupyNccl
+            from .nccl_library import CupyNccl
 
             backend = CupyNccl()
         _shared.update(ops=ops, choice=choice, pool=PinnedPool(ops), backend=backend)
@@ -80,14 +81,14 @@ def device_communicator(mpi: MPICommunicator) -> Communicator:
         CudaUnavailableError: no CuPy or no CUDA device.
         RuntimeError: ``MPIFLOW_BACKEND=nccl`` without NCCL.
     """
-    device = mpi._device_comm
+    device = mpi.device_comm
     if device is None:
         with _lock:
-            device = mpi._device_comm
+            device = mpi.device_comm
             if device is None:
                 ops, choice, pool, backend = _defaults()
                 device = build_device_communicator(mpi, ops, choice, pool, backend)
-                mpi._device_comm = device  # lives and dies with the MPI communicator
+                mpi.device_comm = device  # lives and dies with the MPI communicator
     return device
 
 

@@ -10,7 +10,8 @@ the world and ``new_group`` then for every new group) they use the group's commu
 instead. That matters because NCCL's set-up blocks until both sides join: if every rank's first
 message goes to a neighbour who is itself first sending to its own (``isend`` to ``rank + 1``,
 then ``irecv``), the pairs' set-ups wait on each other in a cycle, while the group's
-communicator exists before any message is sent.
+communicator exists before any message is sent. :mod:`.nccl_comms` makes and keeps these
+communicators; :mod:`.nccl_library` is the NCCL library underneath.
 
 | operation | NCCL |
 |---|---|
@@ -37,122 +38,27 @@ its source.
 
 from __future__ import annotations
 
-import abc
-import importlib
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy
 
 from ...core.reduce_op import ReduceOp, check_reduce_dtype
+from ..mpi.buffers import check_same_dtype, displacements
 from ..mpi.communicator import MPICommunicator
-from ..mpi.communicator import displacements as _displacements
 from ..mpi.interface import Array, Communicator, Work
 from .array_ops import DeviceOps, Marker
 from .cuda_aware import CudaAwareCommunicator
+from .nccl_comms import BOOTSTRAP_TAG, NcclComms
+from .nccl_library import CupyNccl, NcclBackend
 from .staging import PinnedPool, StagedCommunicator
-from .transport import NCCL_INSTALL_HINT, NcclReduction, nccl_reduction
+from .transport import NcclReduction, nccl_reduction
 
 __all__ = ["BOOTSTRAP_TAG", "CupyNccl", "NCCLCommunicator", "NcclBackend"]
 
-# The MPI tag of the message that gives a pair of ranks their NCCL unique id.
-BOOTSTRAP_TAG = 32011
-_UID_BYTES = 128
 _Step = Callable[[], None]
-
-
-class NcclBackend(abc.ABC):
-    """What :class:`NCCLCommunicator` needs from an NCCL library (CuPy's, or a test's).
-
-    Communicators returned by :meth:`connect` have CuPy's ``NcclCommunicator`` methods:
-    ``allReduce``, ``reduce``, ``broadcast``, ``bcast``, ``reduceScatter``, ``allGather``,
-    ``send``, ``recv``, taking device pointers, element counts and a stream handle.
-    """
-
-    has_avg: bool = False
-
-    @abc.abstractmethod
-    def unique_id(self) -> tuple[int, ...]:
-        """A new NCCL unique id (its 128 bytes as ints, signed or not)."""
-
-    @abc.abstractmethod
-    def connect(self, nranks: int, uid: tuple[int, ...], rank: int, bootstrap: Any,
-                members: tuple[int, ...] | None) -> Any:
-        """Join the NCCL communicator ``uid`` of ``nranks`` ranks as ``rank``.
-
-        Args:
-            nranks, uid, rank: as ``ncclCommInitRank``.
-            bootstrap: the mpi4py communicator the id came over (unused by real NCCL).
-            members: the ranks of ``bootstrap`` joining (None: all of them).
-        """
-
-    @abc.abstractmethod
-    def group_start(self) -> None:
-        """``ncclGroupStart``."""
-
-    @abc.abstractmethod
-    def group_end(self) -> None:
-        """``ncclGroupEnd``."""
-
-    @abc.abstractmethod
-    def dtype(self, name: str) -> int:
-        """The NCCL datatype of a numpy dtype name (``"float32"``)."""
-
-    @abc.abstractmethod
-    def op(self, name: str) -> int:
-        """The NCCL reduction ``"sum"``, ``"prod"``, ``"min"``, ``"max"`` or ``"avg"``."""
-
-
-class CupyNccl(NcclBackend):
-    """:class:`NcclBackend` over ``cupy.cuda.nccl`` (imported here, lazily)."""
-
-    _OPS: ClassVar[dict[str, str]] = {"sum": "NCCL_SUM", "prod": "NCCL_PROD",
-                                      "min": "NCCL_MIN", "max": "NCCL_MAX", "avg": "NCCL_AVG"}
-
-    def __init__(self) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self._nccl = importlib.import_module("cupy.cuda.nccl")
-        if not getattr(self._nccl, "available", True):
-            raise RuntimeError(f"CuPy was installed without NCCL ({NCCL_INSTALL_HINT})")
-        try:
-            version = int(self._nccl.get_version())
-        except Exception:
-            version = 0
-        self.version = version
-        self.has_avg = hasattr(self._nccl, "NCCL_AVG") and version >= 21000
-
-    def unique_id(self) -> tuple[int, ...]:
-        # CuPy 14 gives bytes (ints 0..255 here); older CuPy a tuple of C chars (-128..127 on
-        # x86-64, 0..255 where char is unsigned). connect() takes either.
-        return tuple(self._nccl.get_unique_id())
-
-    def connect(self, nranks: int, uid: tuple[int, ...], rank: int, bootstrap: Any,
-                members: tuple[int, ...] | None) -> Any:
-        raw = bytes(v & 0xFF for v in uid)
-        make = self._nccl.NcclCommunicator
-        try:  # CuPy 14 and later: NcclCommunicator(int ndev, bytes commId, int rank)
-            return make(nranks, raw, rank)
-        except TypeError:  # CuPy 13 and earlier: (int ndev, tuple commId, int rank)
-            pass
-        try:  # the tuple's items are C chars: signed on x86-64...
-            return make(nranks, tuple(b - 256 if b > 127 else b for b in raw), rank)
-        except OverflowError:  # ...and unsigned on ARM and POWER
-            return make(nranks, tuple(raw), rank)
-
-    def group_start(self) -> None:
-        self._nccl.groupStart()
-
-    def group_end(self) -> None:
-        self._nccl.groupEnd()
-
-    def dtype(self, name: str) -> int:
-        return int(getattr(self._nccl, "NCCL_" + name.upper()))
-
-    def op(self, name: str) -> int:
-        return int(getattr(self._nccl, self._OPS[name]))
 
 
 def _wait_markers(markers: Sequence[Marker]) -> None:
@@ -194,10 +100,8 @@ class NCCLCommunicator(Communicator):
         self.fallback: Communicator = (CudaAwareCommunicator(mpi, ops, pool) if cuda_aware
                                        else StagedCommunicator(mpi, ops, pool))
         self._pool = pool
-        self._comm: Any = None
-        self._pairs: dict[int, Any] = {}
-        self._p2p_on_group = False
         self._lock = threading.RLock()
+        self.comms = NcclComms(mpi, backend, self._lock)
         self._last: Marker | None = None
         self._plans: dict[tuple[Any, ReduceOp], NcclReduction | str] = {}
         self._code_cache: dict[NcclReduction, tuple[int, int]] = {}
@@ -213,19 +117,7 @@ class NCCLCommunicator(Communicator):
     @property
     def connected(self) -> bool:
         """Whether the group's NCCL communicator has been made."""
-        return self._comm is not None
-
-    def _group(self) -> Any:
-        """The group's NCCL communicator, made on first use (collective over the group)."""
-        with self._lock:
-            if self._comm is None:
-                uid = numpy.zeros(_UID_BYTES, dtype=numpy.int16)  # chars, signed or not
-                if self.rank == 0:
-                    uid[:] = self._backend.unique_id()
-                self.mpi.broadcast(uid, 0)
-                self._comm = self._backend.connect(self.size, tuple(int(v) for v in uid),
-                                                   self.rank, self.mpi.mpi_comm, None)
-            return self._comm
+        return self.comms.connected
 
     def connect(self) -> None:
         """Make the group's NCCL communicator now; send and recv use it from then on.
@@ -238,33 +130,7 @@ class NCCLCommunicator(Communicator):
             >>> device = device_communicator(world_comm)
             >>> device.connect()   # on every rank, e.g. at start-up
         """
-        with self._lock:
-            self._group()
-            self._p2p_on_group = True
-
-    def _peer_comm(self, peer: int) -> tuple[Any, int]:
-        """The NCCL communicator that carries messages to and from ``peer``, and its rank there."""
-        with self._lock:
-            if self._p2p_on_group:
-                return self._group(), peer
-            return self._pair(peer)
-
-    def _pair(self, peer: int) -> tuple[Any, int]:
-        """The two-rank NCCL communicator shared with ``peer`` and the peer's rank in it."""
-        comm = self._pairs.get(peer)
-        low = self.rank < peer
-        if comm is None:
-            uid = numpy.zeros(_UID_BYTES, dtype=numpy.int16)
-            if low:
-                uid[:] = self._backend.unique_id()
-                self.mpi.send(uid, peer, BOOTSTRAP_TAG)
-            else:
-                self.mpi.recv(uid, peer, BOOTSTRAP_TAG)
-            members = (self.rank, peer) if low else (peer, self.rank)
-            comm = self._backend.connect(2, tuple(int(v) for v in uid), 0 if low else 1,
-                                         self.mpi.mpi_comm, members)
-            self._pairs[peer] = comm
-        return comm, 1 if low else 0
+        self.comms.connect()
 
     # -- running -------------------------------------------------------------------------------
     def _device(self, buf: Array, copy_in: bool, copy_out: bool, after: list[_Step]) -> Any:
@@ -357,17 +223,6 @@ class NCCLCommunicator(Communicator):
 
         return divide
 
-    def _check_rank(self, rank: int, what: str) -> int:
-        return self.mpi._check_rank(rank, what)
-
-    def _check_counts(self, counts: Sequence[int], what: str) -> list[int]:
-        return self.mpi._check_counts(counts, what)
-
-    @staticmethod
-    def _check_same_dtype(a: Array, b: Array) -> None:
-        if a.dtype != b.dtype:
-            raise TypeError(f"send and receive dtypes differ: {a.dtype} and {b.dtype}")
-
     # -- collectives ---------------------------------------------------------------------------
     def barrier(self, async_op: bool = False) -> Work | None:
         with self._lock:
@@ -386,7 +241,7 @@ class NCCLCommunicator(Communicator):
             after.insert(0, self._divide(dev))
         count = dev.size * plan.count_factor
         dt, code = self._codes(plan)
-        comm, ptr, stream = self._group(), self._ops.pointer(dev), self._ops.stream()
+        comm, ptr, stream = self.comms.group(), self._ops.pointer(dev), self._ops.stream()
 
         def enqueue() -> None:
             if count:
@@ -396,7 +251,7 @@ class NCCLCommunicator(Communicator):
 
     def reduce(self, buf: Array, op: ReduceOp, root: int,
                async_op: bool = False) -> Work | None:
-        root = self._check_rank(root, "dst")
+        root = self.mpi.check_rank(root, "dst")
         plan = self._reduction(buf.dtype, op)
         if isinstance(plan, str):
             return self._fallback("reduce", buf.dtype, op, plan,
@@ -408,7 +263,7 @@ class NCCLCommunicator(Communicator):
             after.insert(0, self._divide(dev))
         count = dev.size * plan.count_factor
         dt, code = self._codes(plan)
-        comm, ptr, stream = self._group(), self._ops.pointer(dev), self._ops.stream()
+        comm, ptr, stream = self.comms.group(), self._ops.pointer(dev), self._ops.stream()
 
         def enqueue() -> None:
             if count:
@@ -417,10 +272,10 @@ class NCCLCommunicator(Communicator):
         return self._launch(enqueue, after, dev, async_op)
 
     def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
-        root = self._check_rank(root, "src")
+        root = self.mpi.check_rank(root, "src")
         after: list[_Step] = []
         dev = self._device(buf, self.rank == root, self.rank != root, after)
-        comm, ptr, stream = self._group(), self._ops.pointer(dev), self._ops.stream()
+        comm, ptr, stream = self.comms.group(), self._ops.pointer(dev), self._ops.stream()
         nbytes, u8 = dev.nbytes, self._backend.dtype("uint8")
 
         def enqueue() -> None:
@@ -430,14 +285,14 @@ class NCCLCommunicator(Communicator):
         return self._launch(enqueue, after, dev, async_op)
 
     def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
-        self._check_same_dtype(send, recv)
+        check_same_dtype(send, recv)
         if recv.size != send.size * self.size:
             raise ValueError(f"all_gather needs {self.size} x {send.size} receive elements, "
                              f"got {recv.size}")
         after: list[_Step] = []
         s = self._device(send, True, False, after)
         r = self._device(recv, False, True, after)
-        comm, stream = self._group(), self._ops.stream()
+        comm, stream = self.comms.group(), self._ops.stream()
         ps, pr, nbytes, u8 = (self._ops.pointer(s), self._ops.pointer(r), s.nbytes,
                               self._backend.dtype("uint8"))
 
@@ -449,18 +304,18 @@ class NCCLCommunicator(Communicator):
 
     def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
                      async_op: bool = False) -> Work | None:
-        self._check_same_dtype(send, recv)
-        counts = self._check_counts(counts, "counts")
+        check_same_dtype(send, recv)
+        counts = self.mpi.check_counts(counts, "counts")
         if counts[self.rank] != send.size or sum(counts) != recv.size:
             raise ValueError(f"all_gather_v counts {counts} do not match send size {send.size} "
                              f"on rank {self.rank} and receive size {recv.size}")
         after: list[_Step] = []
         s = self._device(send, True, False, after)
         r = self._device(recv, False, True, after)
-        comm, stream, backend = self._group(), self._ops.stream(), self._backend
+        comm, stream, backend = self.comms.group(), self._ops.stream(), self._backend
         ps, pr, item, u8 = (self._ops.pointer(s), self._ops.pointer(r), recv.dtype.itemsize,
                             backend.dtype("uint8"))
-        offsets, me = _displacements(counts), self.rank
+        offsets, me = displacements(counts), self.rank
 
         def enqueue() -> None:
             backend.group_start()
@@ -477,19 +332,20 @@ class NCCLCommunicator(Communicator):
 
     def gather(self, send: Array, recv: Array | None, root: int,
                async_op: bool = False) -> Work | None:
-        root = self._check_rank(root, "dst")
+        root = self.mpi.check_rank(root, "dst")
         mine = self.rank == root
         if mine:
             if recv is None:
                 raise ValueError("gather needs a receive buffer on the destination rank")
-            self._check_same_dtype(send, recv)
+            check_same_dtype(send, recv)
             if recv.size != send.size * self.size:
                 raise ValueError(f"gather needs {self.size} x {send.size} receive elements on "
                                  f"the destination, got {recv.size}")
         after: list[_Step] = []
         s = self._device(send, True, False, after)
         r = self._device(recv, False, True, after) if mine else None
-        comm, stream, backend, ops = self._group(), self._ops.stream(), self._backend, self._ops
+        ops, backend = self._ops, self._backend
+        comm, stream = self.comms.group(), ops.stream()
         ps, nbytes, u8 = ops.pointer(s), s.nbytes, backend.dtype("uint8")
         pr = ops.pointer(r) if r is not None else 0
         me, size = self.rank, self.size
@@ -515,19 +371,20 @@ class NCCLCommunicator(Communicator):
 
     def scatter(self, send: Array | None, recv: Array, root: int,
                 async_op: bool = False) -> Work | None:
-        root = self._check_rank(root, "src")
+        root = self.mpi.check_rank(root, "src")
         mine = self.rank == root
         if mine:
             if send is None:
                 raise ValueError("scatter needs a send buffer on the source rank")
-            self._check_same_dtype(send, recv)
+            check_same_dtype(send, recv)
             if send.size != recv.size * self.size:
                 raise ValueError(f"scatter needs {self.size} x {recv.size} send elements on the "
                                  f"source, got {send.size}")
         after: list[_Step] = []
         s = self._device(send, True, False, after) if mine else None
         r = self._device(recv, False, True, after)
-        comm, stream, backend, ops = self._group(), self._ops.stream(), self._backend, self._ops
+        ops, backend = self._ops, self._backend
+        comm, stream = self.comms.group(), ops.stream()
         pr, nbytes, u8 = ops.pointer(r), r.nbytes, backend.dtype("uint8")
         ps = ops.pointer(s) if s is not None else 0
         me, size = self.rank, self.size
@@ -552,7 +409,7 @@ class NCCLCommunicator(Communicator):
 
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work | None:
-        self._check_same_dtype(send, recv)
+        check_same_dtype(send, recv)
         if send.size != recv.size * self.size:
             raise ValueError(f"reduce_scatter needs {self.size} x {recv.size} send elements, "
                              f"got {send.size}")
@@ -567,7 +424,7 @@ class NCCLCommunicator(Communicator):
             after.insert(0, self._divide(r))
         count = r.size * plan.count_factor
         dt, code = self._codes(plan)
-        comm, stream = self._group(), self._ops.stream()
+        comm, stream = self.comms.group(), self._ops.stream()
         ps, pr = self._ops.pointer(s), self._ops.pointer(r)
 
         def enqueue() -> None:
@@ -578,8 +435,8 @@ class NCCLCommunicator(Communicator):
 
     def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
                          op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Work | None:
-        self._check_same_dtype(send, recv)
-        counts = self._check_counts(counts, "counts")
+        check_same_dtype(send, recv)
+        counts = self.mpi.check_counts(counts, "counts")
         if counts[self.rank] != recv.size or sum(counts) != send.size:
             raise ValueError(f"reduce_scatter_v counts {counts} do not match receive size "
                              f"{recv.size} on rank {self.rank} and send size {send.size}")
@@ -594,9 +451,9 @@ class NCCLCommunicator(Communicator):
         if plan.divide:
             after.insert(0, self._divide(r))
         dt, code = self._codes(plan)
-        comm, stream, backend = self._group(), self._ops.stream(), self._backend
+        comm, stream, backend = self.comms.group(), self._ops.stream(), self._backend
         ps, pr, item = self._ops.pointer(s), self._ops.pointer(r), send.dtype.itemsize
-        offsets, me, factor = _displacements(counts), self.rank, plan.count_factor
+        offsets, me, factor = displacements(counts), self.rank, plan.count_factor
 
         def enqueue() -> None:
             backend.group_start()
@@ -612,7 +469,7 @@ class NCCLCommunicator(Communicator):
         return self._launch(enqueue, after, (s, r), async_op)
 
     def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
-        self._check_same_dtype(send, recv)
+        check_same_dtype(send, recv)
         if send.size != recv.size or send.size % self.size:
             raise ValueError(f"all_to_all needs equal send and receive sizes divisible by "
                              f"{self.size}, got {send.size} and {recv.size}")
@@ -622,9 +479,9 @@ class NCCLCommunicator(Communicator):
 
     def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
                      recv_counts: Sequence[int], async_op: bool = False) -> Work | None:
-        self._check_same_dtype(send, recv)
-        scounts = self._check_counts(send_counts, "send_counts")
-        rcounts = self._check_counts(recv_counts, "recv_counts")
+        check_same_dtype(send, recv)
+        scounts = self.mpi.check_counts(send_counts, "send_counts")
+        rcounts = self.mpi.check_counts(recv_counts, "recv_counts")
         if sum(scounts) != send.size or sum(rcounts) != recv.size:
             raise ValueError(f"all_to_all_v counts ({sum(scounts)} sent, {sum(rcounts)} "
                              f"received) do not match buffer sizes {send.size} and {recv.size}")
@@ -640,10 +497,10 @@ class NCCLCommunicator(Communicator):
         after: list[_Step] = []
         s = self._device(send, True, False, after)
         r = self._device(recv, False, True, after)
-        comm, stream, backend = self._group(), self._ops.stream(), self._backend
+        comm, stream, backend = self.comms.group(), self._ops.stream(), self._backend
         ps, pr, item, u8 = (self._ops.pointer(s), self._ops.pointer(r), send.dtype.itemsize,
                             backend.dtype("uint8"))
-        soff, roff, me = _displacements(scounts), _displacements(rcounts), self.rank
+        soff, roff, me = displacements(scounts), displacements(rcounts), self.rank
 
         def enqueue() -> None:
             if scounts[me]:
@@ -668,7 +525,7 @@ class NCCLCommunicator(Communicator):
         if rank is None:
             raise ValueError("NCCL cannot receive from any source: give src (or use "
                              "MPIFLOW_BACKEND=mpi)")
-        peer = self._check_rank(rank, what)
+        peer = self.mpi.check_rank(rank, what)
         if peer == self.rank:
             raise ValueError(f"{what}={peer} is this rank: NCCL cannot send a rank to itself")
         return peer
@@ -677,7 +534,7 @@ class NCCLCommunicator(Communicator):
         peer = self._peer(dst, "dst")
         after: list[_Step] = []
         dev = self._device(buf, True, False, after)
-        comm, index = self._peer_comm(peer)
+        comm, index = self.comms.peer(peer)
         ptr, nbytes, stream = self._ops.pointer(dev), dev.nbytes, self._ops.stream()
         u8 = self._backend.dtype("uint8")
 
@@ -691,7 +548,7 @@ class NCCLCommunicator(Communicator):
         peer = self._peer(src, "src")
         after: list[_Step] = []
         dev = self._device(buf, False, True, after)
-        comm, index = self._peer_comm(peer)
+        comm, index = self.comms.peer(peer)
         ptr, nbytes, stream = self._ops.pointer(dev), dev.nbytes, self._ops.stream()
         u8 = self._backend.dtype("uint8")
 

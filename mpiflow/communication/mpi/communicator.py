@@ -29,29 +29,29 @@ from ...core.reduce_op import ReduceOp
 from ..fast import FastPaths, concurrent_use
 from ..watchdog import monitor as watchdog
 from ..watchdog.failure import collective_failed
-from ..watchdog.monitor import mark_call, operation_of
+from ..watchdog.monitor import operation_of
+from ..watchdog.state import mark_call
+from .buffers import (
+    TAG_UB,
+    UNMAPPABLE,
+    check_same_dtype,
+    check_tag,
+    displacements,
+    p2p_error,
+    readable,
+    unmappable,
+    writable,
+)
 from .datatypes import reduce_plan
 from .interface import Array, Communicator, Work
+from .requests import collective_waits, receive_waits, test_all, wait_all
 
 __all__ = ["TAG_UB", "MPICommunicator", "MessageSizeError", "check_tag", "new_communicator",
            "p2p_error", "set_debug_kind", "set_device_maker"]
 
 _IN_PLACE = MPI.IN_PLACE
+_BYTE = MPI.BYTE
 _ndarray = numpy.ndarray
-# What mpi4py raises for a dtype it cannot map to an MPI datatype (object, str, datetime...).
-_UNMAPPABLE = (KeyError, BufferError)
-
-
-def _unmappable(exc: Exception) -> Exception:
-    """The clear error for what mpi4py refused to take as a buffer."""
-    text = str(exc)
-    if "writable" in text:
-        return ValueError(f"a collective writes into an array that is read-only ({text}); "
-                          "pass a writable array (numpy.array(x) makes one)")
-    if "byte order" in text:
-        return TypeError(f"collectives need the machine's byte order ({text}); convert first: "
-                         "x.astype(x.dtype.newbyteorder('='))")
-    return TypeError(f"collectives move arrays of numeric or bool dtypes only ({text})")
 
 
 def _device_route(comm: MPICommunicator, *bufs: Any) -> Communicator | None:
@@ -60,92 +60,7 @@ def _device_route(comm: MPICommunicator, *bufs: Any) -> Communicator | None:
     device_array = getattr(cupy, "ndarray", None)
     if device_array is None or not any(isinstance(b, device_array) for b in bufs):
         return None
-    return comm._on_device()
-
-
-def _wait_all(requests: Sequence[MPI.Request]) -> None:
-    MPI.Request.Waitall(list(requests))
-
-
-def _test_all(requests: Sequence[MPI.Request]) -> bool:
-    return bool(MPI.Request.Testall(list(requests)))
-
-
-def _collective_waits(start: Any, mpi_comm: Any, keep: Any
-                      ) -> tuple[Callable[[Sequence[MPI.Request]], None],
-                                 Callable[[Sequence[MPI.Request]], bool]]:
-    """The wait and test of a non-blocking collective: an error MPI reports in them aborts
-    the job with a report naming the call (:func:`.failure.collective_failed`)."""
-
-    # Named as the module's own, which the watchdog knows as blocking sites.
-    def _wait_all(requests: Sequence[MPI.Request]) -> None:
-        try:
-            MPI.Request.Waitall(list(requests))
-        except MPI.Exception as exc:
-            collective_failed(operation_of(start)[0], mpi_comm, exc, keep)
-
-    def _test_all(requests: Sequence[MPI.Request]) -> bool:
-        try:
-            return bool(MPI.Request.Testall(list(requests)))
-        except MPI.Exception as exc:
-            collective_failed(operation_of(start)[0], mpi_comm, exc, keep)
-
-    return _wait_all, _test_all
-
-
-def _readable(buf: Array) -> Array:
-    return buf if buf.flags.c_contiguous else numpy.ascontiguousarray(buf)
-
-
-def _writable(buf: Array, keep_contents: bool) -> tuple[Array, Callable[[], None] | None]:
-    """Return a contiguous stand-in for ``buf`` and the step that writes it back, if needed."""
-    if buf.flags.c_contiguous:
-        return buf, None
-    stage = numpy.ascontiguousarray(buf) if keep_contents else numpy.empty_like(buf, order="C")
-
-    def write_back() -> None:
-        buf[...] = stage
-
-    return stage, write_back
-
-
-def displacements(counts: Sequence[int]) -> list[int]:
-    displs, total = [], 0
-    for c in counts:
-        displs.append(total)
-        total += c
-    return displs
-
-
-# -- point-to-point checks ---------------------------------------------------------------------
-_BYTE = MPI.BYTE
-TAG_UB: int = int(MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)
-"""The largest tag this MPI accepts (at least 32767): tags are 0..TAG_UB."""
-
-
-def check_tag(tag: Any) -> int:
-    """Return ``tag`` as an int, with a ``ValueError`` outside 0..TAG_UB (a ``TypeError`` for a
-    non-integer)."""
-    if isinstance(tag, bool) or not isinstance(tag, (int, numpy.integer)):
-        raise TypeError(f"tag must be an int, got {tag!r}")
-    if not 0 <= tag <= TAG_UB:
-        raise ValueError(f"tag={tag} is out of range: tags are 0..{TAG_UB} (MPI's TAG_UB)")
-    return int(tag)
-
-
-def p2p_error(exc: MPI.Exception, what: str, peer: int | None, tag: Any,
-              buf: Array | None = None) -> Exception:
-    """The clear error for what MPI raised in a send or receive (see :func:`check_tag`)."""
-    if MPI.Is_finalized():
-        return RuntimeError(f"{what}: MPI is finalized; mpiflow cannot communicate after "
-                            "MPI.Finalize()")
-    try:
-        check_tag(tag)
-    except (TypeError, ValueError) as bad:
-        return bad
-    if buf is not None and exc.Get_error_class() == MPI.ERR_TRUNCATE:
-        return MessageSizeError(peer, tag, buf, None)
-    return exc
+    return comm.on_device()
 
 
 class MPICommunicator(Communicator):
@@ -190,11 +105,16 @@ class MPICommunicator(Communicator):
         return f"MPICommunicator(rank={self.rank}, size={self.size})"
 
     # -- helpers -------------------------------------------------------------------------------
-    _device_comm: Communicator | None = None  # set by the device maker (set_device_maker)
+    device_comm: Communicator | None = None
+    """This group's device communicator, once the device maker made it (set_device_maker)."""
 
-    def _on_device(self) -> Communicator | None:
-        """The communicator that moves this group's device arrays (made on first use)."""
-        device = self._device_comm
+    def on_device(self) -> Communicator | None:
+        """The communicator that moves this group's device arrays (made on first use).
+
+        Returns None in a subclass that gives device arrays to MPI itself (the CUDA-aware
+        layer's ``DirectMPICommunicator``).
+        """
+        device = self.device_comm
         if device is None:
             make = _device_maker
             if make is None:
@@ -209,29 +129,43 @@ class MPICommunicator(Communicator):
         tensor whose chunk is the input)."""
         if recv is not None and self.array_module.may_share_memory(send, recv):
             return send.copy()  # C order, in the array's own module
-        return _readable(send)
+        return readable(send)
 
-    def _check_rank(self, rank: int, what: str) -> int:
+    def check_rank(self, rank: int, what: str) -> int:
+        """Return ``rank`` as an int, checked to be a rank of this group.
+
+        Args:
+            rank: the rank argument.
+            what: its name, for the error (``"dst"``, ``"src"``).
+
+        Raises:
+            TypeError: ``rank`` is not an int.
+            ValueError: ``rank`` is outside ``0..size-1``.
+
+        Examples:
+            >>> MPICommunicator(MPI.COMM_WORLD).check_rank(0, "dst")
+            0
+        """
         if not isinstance(rank, (int, numpy.integer)) or isinstance(rank, bool):
             raise TypeError(f"{what} must be an int rank, got {rank!r}")
         if not 0 <= rank < self.size:
             raise ValueError(f"{what}={rank} is not a rank of this group (size {self.size})")
         return int(rank)
 
-    def _check_counts(self, counts: Sequence[int], what: str) -> list[int]:
+    def check_counts(self, counts: Sequence[int], what: str) -> list[int]:
+        """Return ``counts`` as ints, checked to be one non-negative count per rank.
+
+        Raises:
+            ValueError: a wrong number of counts, or a negative one.
+        """
         out = [int(c) for c in counts]
         if len(out) != self.size or any(c < 0 for c in out):
             raise ValueError(f"{what} must be {self.size} non-negative counts, got {list(counts)}")
         return out
 
-    @staticmethod
-    def _check_same_dtype(a: Array, b: Array) -> None:
-        if a.dtype != b.dtype:
-            raise TypeError(f"send and receive dtypes differ: {a.dtype} and {b.dtype}")
-
-    def _run(self, blocking: Callable[[], Any], start: Callable[[], MPI.Request],
-             async_op: bool, finalize: Callable[[], None] | None, keep: Any = None,
-             collective: bool = True) -> Work | None:
+    def run(self, blocking: Callable[[], Any], start: Callable[[], MPI.Request],
+            async_op: bool, finalize: Callable[[], None] | None, keep: Any = None,
+            collective: bool = True) -> Work | None:
         """Run a call's blocking form, or start its non-blocking one (``async_op``).
 
         For a collective (``collective``), a second thread of this rank that calls one on
@@ -239,6 +173,15 @@ class MPICommunicator(Communicator):
         paths, :func:`.fast.concurrent_use`), and an error MPI reports aborts the job with a
         report naming the call (:func:`.failure.collective_failed`); the operation's name
         comes from ``start``, a closure made in its method (or a bound ``comm.Ibarrier``).
+        Debug mode's subclass overrides it to agree on the call right before MPI.
+
+        Args:
+            blocking: the blocking MPI call.
+            start: the non-blocking MPI call, returning its request.
+            async_op: start the call and return its :class:`Work` instead of blocking.
+            finalize: what to run once the call has completed (a write-back), or None.
+            keep: buffers that must outlive the call.
+            collective: a collective (False: a point-to-point call).
         """
         in_use = self.fast.in_use
         owner = in_use.owner
@@ -248,14 +191,14 @@ class MPICommunicator(Communicator):
         if async_op:
             try:
                 request = start()
-            except _UNMAPPABLE as exc:
-                raise _unmappable(exc) from None
+            except UNMAPPABLE as exc:
+                raise unmappable(exc) from None
             except MPI.Exception as exc:
                 if collective:
                     collective_failed(operation_of(start)[0], self.mpi_comm, exc, keep)
                 raise
-            waits = _collective_waits(start, self.mpi_comm, keep) if collective else \
-                (_wait_all, _test_all)
+            waits = collective_waits(start, self.mpi_comm, keep) if collective else \
+                (wait_all, test_all)
             work = Work([request], finalize, keep, *waits)
             work.what = start  # what the watchdog names when a wait() hangs
             return work
@@ -265,8 +208,8 @@ class MPICommunicator(Communicator):
             in_use.owner = get_ident()
         try:
             blocking()
-        except _UNMAPPABLE as exc:
-            raise _unmappable(exc) from None
+        except UNMAPPABLE as exc:
+            raise unmappable(exc) from None
         except MPI.Exception as exc:
             if collective:
                 collective_failed(operation_of(start)[0], self.mpi_comm, exc, keep)
@@ -290,7 +233,7 @@ class MPICommunicator(Communicator):
     # -- collectives ---------------------------------------------------------------------------
     def barrier(self, async_op: bool = False) -> Work | None:
         comm = self.mpi_comm
-        return self._run(comm.Barrier, comm.Ibarrier, async_op, None)
+        return self.run(comm.Barrier, comm.Ibarrier, async_op, None)
 
     def all_reduce(self, buf: Array, op: ReduceOp = ReduceOp.SUM,
                    async_op: bool = False) -> Work | None:
@@ -301,45 +244,45 @@ class MPICommunicator(Communicator):
         plan = reduce_plan(buf.dtype, op)
         if plan.datatype is None and not plan.average:
             self._native[op][buf.dtype] = plan.op
-        stage, write_back = _writable(buf, keep_contents=True)
+        stage, write_back = writable(buf, keep_contents=True)
         spec = plan.spec(stage)
         comm = self.mpi_comm
         finalize = _chain(self._average(stage) if plan.average else None, write_back)
-        return self._run(lambda: comm.Allreduce(_IN_PLACE, spec, plan.op),
-                         lambda: comm.Iallreduce(_IN_PLACE, spec, plan.op),
-                         async_op, finalize, stage)
+        return self.run(lambda: comm.Allreduce(_IN_PLACE, spec, plan.op),
+                        lambda: comm.Iallreduce(_IN_PLACE, spec, plan.op),
+                        async_op, finalize, stage)
 
     def reduce(self, buf: Array, op: ReduceOp, root: int,
                async_op: bool = False) -> Work | None:
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.reduce(buf, op, root, async_op)
-        root = self._check_rank(root, "dst")
+        root = self.check_rank(root, "dst")
         plan = reduce_plan(buf.dtype, op)
         comm = self.mpi_comm
         if self.rank == root:
-            stage, write_back = _writable(buf, keep_contents=True)
+            stage, write_back = writable(buf, keep_contents=True)
             send, recv = _IN_PLACE, plan.spec(stage)
             finalize = _chain(self._average(stage) if plan.average else None, write_back)
         else:
-            stage, finalize = _readable(buf), None
+            stage, finalize = readable(buf), None
             send, recv = plan.spec(stage), None
-        return self._run(lambda: comm.Reduce(send, recv, plan.op, root),
-                         lambda: comm.Ireduce(send, recv, plan.op, root),
-                         async_op, finalize, stage)
+        return self.run(lambda: comm.Reduce(send, recv, plan.op, root),
+                        lambda: comm.Ireduce(send, recv, plan.op, root),
+                        async_op, finalize, stage)
 
     def broadcast(self, buf: Array, root: int, async_op: bool = False) -> Work | None:
         if not async_op and self.fast.broadcast(buf, root):
             return None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.broadcast(buf, root, async_op)
-        root = self._check_rank(root, "src")
+        root = self.check_rank(root, "src")
         if self.rank == root:
-            stage, write_back = _readable(buf), None
+            stage, write_back = readable(buf), None
         else:
-            stage, write_back = _writable(buf, keep_contents=False)
+            stage, write_back = writable(buf, keep_contents=False)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Bcast(stage, root), lambda: comm.Ibcast(stage, root),
-                         async_op, write_back, stage)
+        return self.run(lambda: comm.Bcast(stage, root), lambda: comm.Ibcast(stage, root),
+                        async_op, write_back, stage)
 
     def all_gather(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
         if not async_op and self.fast.all_gather(send, recv):
@@ -347,72 +290,72 @@ class MPICommunicator(Communicator):
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.all_gather(send, recv, async_op)
-        self._check_same_dtype(send, recv)
+        check_same_dtype(send, recv)
         if recv.size != send.size * self.size:
             raise ValueError(f"all_gather needs {self.size} x {send.size} receive elements, "
                              f"got {recv.size}")
         src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Allgather(src, dst), lambda: comm.Iallgather(src, dst),
-                         async_op, write_back, (src, dst))
+        return self.run(lambda: comm.Allgather(src, dst), lambda: comm.Iallgather(src, dst),
+                        async_op, write_back, (src, dst))
 
     def all_gather_v(self, send: Array, recv: Array, counts: Sequence[int],
                      async_op: bool = False) -> Work | None:
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.all_gather_v(send, recv, counts, async_op)
-        self._check_same_dtype(send, recv)
-        counts = self._check_counts(counts, "counts")
+        check_same_dtype(send, recv)
+        counts = self.check_counts(counts, "counts")
         if counts[self.rank] != send.size or sum(counts) != recv.size:
             raise ValueError(f"all_gather_v counts {counts} do not match send size {send.size} "
                              f"on rank {self.rank} and receive size {recv.size}")
         src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         spec = [dst, (counts, displacements(counts))]
         comm = self.mpi_comm
-        return self._run(lambda: comm.Allgatherv(src, spec), lambda: comm.Iallgatherv(src, spec),
-                         async_op, write_back, (src, dst))
+        return self.run(lambda: comm.Allgatherv(src, spec), lambda: comm.Iallgatherv(src, spec),
+                        async_op, write_back, (src, dst))
 
     def gather(self, send: Array, recv: Array | None, root: int,
                async_op: bool = False) -> Work | None:
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.gather(send, recv, root, async_op)
-        root = self._check_rank(root, "dst")
+        root = self.check_rank(root, "dst")
         src = self._source(send, recv)
         dst, write_back = None, None
         if self.rank == root:
             if recv is None:
                 raise ValueError("gather needs a receive buffer on the destination rank")
-            self._check_same_dtype(send, recv)
+            check_same_dtype(send, recv)
             if recv.size != send.size * self.size:
                 raise ValueError(f"gather needs {self.size} x {send.size} receive elements on "
                                  f"the destination, got {recv.size}")
-            dst, write_back = _writable(recv, keep_contents=False)
+            dst, write_back = writable(recv, keep_contents=False)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Gather(src, dst, root), lambda: comm.Igather(src, dst, root),
-                         async_op, write_back, (src, dst))
+        return self.run(lambda: comm.Gather(src, dst, root), lambda: comm.Igather(src, dst, root),
+                        async_op, write_back, (src, dst))
 
     def scatter(self, send: Array | None, recv: Array, root: int,
                 async_op: bool = False) -> Work | None:
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.scatter(send, recv, root, async_op)
-        root = self._check_rank(root, "src")
+        root = self.check_rank(root, "src")
         src = None
         if self.rank == root:
             if send is None:
                 raise ValueError("scatter needs a send buffer on the source rank")
-            self._check_same_dtype(send, recv)
+            check_same_dtype(send, recv)
             if send.size != recv.size * self.size:
                 raise ValueError(f"scatter needs {self.size} x {recv.size} send elements on the "
                                  f"source, got {send.size}")
             src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Scatter(src, dst, root),
-                         lambda: comm.Iscatter(src, dst, root), async_op, write_back, (src, dst))
+        return self.run(lambda: comm.Scatter(src, dst, root),
+                        lambda: comm.Iscatter(src, dst, root), async_op, write_back, (src, dst))
 
     def reduce_scatter(self, send: Array, recv: Array, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work | None:
@@ -421,7 +364,7 @@ class MPICommunicator(Communicator):
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.reduce_scatter(send, recv, op, async_op)
-        self._check_same_dtype(send, recv)
+        check_same_dtype(send, recv)
         if send.size != recv.size * self.size:
             raise ValueError(f"reduce_scatter needs {self.size} x {recv.size} send elements, "
                              f"got {send.size}")
@@ -429,33 +372,33 @@ class MPICommunicator(Communicator):
         if plan.datatype is None and not plan.average:
             self._native[op][send.dtype] = plan.op
         src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         s, r = plan.spec(src, count=dst.size), plan.spec(dst)
         finalize = _chain(self._average(dst) if plan.average else None, write_back)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Reduce_scatter_block(s, r, plan.op),
-                         lambda: comm.Ireduce_scatter_block(s, r, plan.op),
-                         async_op, finalize, (src, dst))
+        return self.run(lambda: comm.Reduce_scatter_block(s, r, plan.op),
+                        lambda: comm.Ireduce_scatter_block(s, r, plan.op),
+                        async_op, finalize, (src, dst))
 
     def reduce_scatter_v(self, send: Array, recv: Array, counts: Sequence[int],
                          op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> Work | None:
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.reduce_scatter_v(send, recv, counts, op, async_op)
-        self._check_same_dtype(send, recv)
-        counts = self._check_counts(counts, "counts")
+        check_same_dtype(send, recv)
+        counts = self.check_counts(counts, "counts")
         if counts[self.rank] != recv.size or sum(counts) != send.size:
             raise ValueError(f"reduce_scatter_v counts {counts} do not match receive size "
                              f"{recv.size} on rank {self.rank} and send size {send.size}")
         plan = reduce_plan(send.dtype, op)
         src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         s, r = plan.spec(src), plan.spec(dst)
         finalize = _chain(self._average(dst) if plan.average else None, write_back)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Reduce_scatter(s, r, counts, plan.op),
-                         lambda: comm.Ireduce_scatter(s, r, counts, plan.op),
-                         async_op, finalize, (src, dst))
+        return self.run(lambda: comm.Reduce_scatter(s, r, counts, plan.op),
+                        lambda: comm.Ireduce_scatter(s, r, counts, plan.op),
+                        async_op, finalize, (src, dst))
 
     def all_to_all(self, send: Array, recv: Array, async_op: bool = False) -> Work | None:
         if not async_op and self.fast.all_to_all(send, recv):
@@ -463,34 +406,34 @@ class MPICommunicator(Communicator):
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.all_to_all(send, recv, async_op)
-        self._check_same_dtype(send, recv)
+        check_same_dtype(send, recv)
         if send.size != recv.size or send.size % self.size:
             raise ValueError(f"all_to_all needs equal send and receive sizes divisible by "
                              f"{self.size}, got {send.size} and {recv.size}")
         src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         comm = self.mpi_comm
-        return self._run(lambda: comm.Alltoall(src, dst), lambda: comm.Ialltoall(src, dst),
-                         async_op, write_back, (src, dst))
+        return self.run(lambda: comm.Alltoall(src, dst), lambda: comm.Ialltoall(src, dst),
+                        async_op, write_back, (src, dst))
 
     def all_to_all_v(self, send: Array, send_counts: Sequence[int], recv: Array,
                      recv_counts: Sequence[int], async_op: bool = False) -> Work | None:
         if (type(send) is not _ndarray or type(recv) is not _ndarray) and \
                 (dev := _device_route(self, send, recv)) is not None:
             return dev.all_to_all_v(send, send_counts, recv, recv_counts, async_op)
-        self._check_same_dtype(send, recv)
-        scounts = self._check_counts(send_counts, "send_counts")
-        rcounts = self._check_counts(recv_counts, "recv_counts")
+        check_same_dtype(send, recv)
+        scounts = self.check_counts(send_counts, "send_counts")
+        rcounts = self.check_counts(recv_counts, "recv_counts")
         if sum(scounts) != send.size or sum(rcounts) != recv.size:
             raise ValueError(f"all_to_all_v counts ({sum(scounts)} sent, {sum(rcounts)} "
                              f"received) do not match buffer sizes {send.size} and {recv.size}")
         src = self._source(send, recv)
-        dst, write_back = _writable(recv, keep_contents=False)
+        dst, write_back = writable(recv, keep_contents=False)
         s = [src, (scounts, displacements(scounts))]
         r = [dst, (rcounts, displacements(rcounts))]
         comm = self.mpi_comm
-        return self._run(lambda: comm.Alltoallv(s, r), lambda: comm.Ialltoallv(s, r),
-                         async_op, write_back, (src, dst))
+        return self.run(lambda: comm.Alltoallv(s, r), lambda: comm.Ialltoallv(s, r),
+                        async_op, write_back, (src, dst))
 
     # -- point to point ------------------------------------------------------------------------
     def send(self, buf: Array, dst: int, tag: int = 0, async_op: bool = False) -> Work | None:
@@ -498,17 +441,19 @@ class MPICommunicator(Communicator):
             try:
                 if self.fast.send(buf, dst, tag):
                     return None
-            except MPI.Exception as exc:  # a bad tag: MPI refused before sending anything
+            # A bad tag: MPI refused before sending anything (mpi4py's OverflowError for one
+            # past a C int, where TAG_UB is the largest int: Open MPI).
+            except (MPI.Exception, OverflowError) as exc:
                 raise p2p_error(exc, "send", dst, tag) from None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.send(buf, dst, tag, async_op)
-        dst = self._check_rank(dst, "dst")
+        dst = self.check_rank(dst, "dst")
         check_tag(tag)
-        src = _readable(buf)
+        src = readable(buf)
         comm = self.mpi_comm
         try:
-            return self._run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
-                             async_op, None, src, collective=False)
+            return self.run(lambda: comm.Send(src, dst, tag), lambda: comm.Isend(src, dst, tag),
+                            async_op, None, src, collective=False)
         except MPI.Exception as exc:
             raise p2p_error(exc, "send", dst, tag) from None
 
@@ -523,16 +468,16 @@ class MPICommunicator(Communicator):
                 raise p2p_error(exc, "recv", src, tag, buf) from None
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.recv(buf, src, tag)
-        source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
+        source = MPI.ANY_SOURCE if src is None else self.check_rank(src, "src")
         if type(tag) is not int or not 0 <= tag <= TAG_UB:  # MPICH reads -1 as MPI_ANY_TAG
             check_tag(tag)
-        dst, write_back = _writable(buf, keep_contents=False)
+        dst, write_back = writable(buf, keep_contents=False)
         status = MPI.Status()
         mark_call()
         try:
             self.mpi_comm.Recv(dst, source, tag, status)
-        except _UNMAPPABLE as exc:
-            raise _unmappable(exc) from None
+        except UNMAPPABLE as exc:
+            raise unmappable(exc) from None
         except MPI.Exception as exc:
             raise p2p_error(exc, "recv", src, tag, dst) from None
         if status.Get_count(_BYTE) != dst.nbytes:
@@ -544,45 +489,22 @@ class MPICommunicator(Communicator):
     def irecv(self, buf: Array, src: int | None, tag: int = 0) -> Work:
         if type(buf) is not _ndarray and (dev := _device_route(self, buf)) is not None:
             return dev.irecv(buf, src, tag)
-        source = MPI.ANY_SOURCE if src is None else self._check_rank(src, "src")
+        source = MPI.ANY_SOURCE if src is None else self.check_rank(src, "src")
         check_tag(tag)
-        dst, write_back = _writable(buf, keep_contents=False)
+        dst, write_back = writable(buf, keep_contents=False)
         try:
             request = self.mpi_comm.Irecv(dst, source, tag)
-        except _UNMAPPABLE as exc:
-            raise _unmappable(exc) from None
+        except UNMAPPABLE as exc:
+            raise unmappable(exc) from None
         except MPI.Exception as exc:
             raise p2p_error(exc, "recv", src, tag, dst) from None
-        status = MPI.Status()
-
-        def check() -> None:
-            if status.Get_count(_BYTE) != dst.nbytes:
-                raise MessageSizeError(status.Get_source(), tag, dst, status.Get_count(_BYTE))
-
-        # Named as the module's own, which the watchdog knows as blocking sites.
-        def _wait_all(requests: Sequence[MPI.Request]) -> None:
-            try:
-                requests[0].Wait(status)
-            except MPI.Exception as exc:
-                raise p2p_error(exc, "recv", src, tag, dst) from None
-            check()
-
-        def _test_all(requests: Sequence[MPI.Request]) -> bool:
-            try:
-                done = bool(requests[0].Test(status))
-            except MPI.Exception as exc:
-                raise p2p_error(exc, "recv", src, tag, dst) from None
-            if done:
-                check()
-            return done
-
-        work = Work([request], write_back, dst, _wait_all, _test_all)
+        work = Work([request], write_back, dst, *receive_waits(src, tag, dst))
         work.what = ("recv", self.mpi_comm, source)
         return work
 
     # -- groups --------------------------------------------------------------------------------
     def split(self, ranks: Sequence[int]) -> MPICommunicator | None:
-        members = [self._check_rank(r, "rank") for r in ranks]
+        members = [self.check_rank(r, "rank") for r in ranks]
         if len(set(members)) != len(members) or not members:
             raise ValueError(f"group ranks must be distinct and non-empty, got {list(ranks)}")
         group = self.mpi_comm.Get_group().Incl(members)
@@ -651,15 +573,15 @@ def set_device_maker(make: Callable[[MPICommunicator], Communicator]) -> None:
     """Set what makes a group's device communicator, the first time a device array comes.
 
     :mod:`.device` calls it at import; ``make`` keeps the communicator it makes on the
-    MPI communicator's ``_device_comm``, which routes the later calls straight to it.
+    MPI communicator's ``device_comm``, which routes the later calls straight to it.
     """
     global _device_maker
     _device_maker = make
 
 
-# The functions that block in MPI themselves: _run's ``blocking`` is a lambda or a bound
-# mpi4py method, and the Work of irecv waits in a closure named as the module's _wait_all.
-for _site in (_wait_all, MPICommunicator._run, MPICommunicator.recv, MPICommunicator.split,
+# The functions that block in MPI themselves: run's ``blocking`` is a lambda or a bound
+# mpi4py method (the Works wait in the functions of .requests, which registers them).
+for _site in (MPICommunicator.run, MPICommunicator.recv, MPICommunicator.split,
               MPICommunicator.split_by_color):
     watchdog.register_blocking_site(_site)
-watchdog.register_blocking_names(_wait_all.__code__.co_filename, ("<lambda>",))
+watchdog.register_blocking_names(MPICommunicator.recv.__code__.co_filename, ("<lambda>",))

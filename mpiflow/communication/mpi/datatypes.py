@@ -1,9 +1,12 @@
 """How a (dtype, ReduceOp) pair becomes an MPI reduction, with a fallback where MPI lacks one.
 
-MPI libraries differ in which reductions they define: MPICH reduces float16 natively, other
-libraries may not, and bool needs logical rather than arithmetic ops. Each pair is probed once
-with ``MPI_Reduce_local``; when the library refuses, a user-defined MPI op that runs the numpy
-ufunc on the raw bytes takes over, so results are exact in the buffer's own dtype everywhere.
+MPI libraries differ in which reductions they define and in how they compute them: MPICH
+reduces float16 natively, other libraries may not; Open MPI's vector kernels saturate 8- and
+16-bit integer sums where numpy wraps; bool needs logical rather than arithmetic ops. Each
+pair is probed once (:func:`.quirks.probe`: ``MPI_Reduce_local`` on the dtype's edge values,
+compared with numpy); when the library refuses it or gives other values, a user-defined MPI op
+that runs the numpy ufunc on the raw bytes takes over, so results are numpy's, exact in the
+buffer's own dtype, on every library. A pair the library gets right costs nothing more.
 
 MAX and MIN of floating dtypes never use MPI's own ops: those are not NaN-propagating (C's
 ``a > b ? a : b``) and depend on operand order, which differs between ranks inside one
@@ -24,6 +27,7 @@ import numpy
 from mpi4py import MPI
 
 from ...core.reduce_op import ReduceOp, check_reduce_dtype
+from .quirks import probe
 
 __all__ = ["ReducePlan", "reduce_plan"]
 
@@ -91,15 +95,6 @@ class ReducePlan:
         if self.datatype is None:
             return buf
         return [buf, buf.size if count is None else count, self.datatype]
-
-
-def _native_works(dtype: numpy.dtype, op: MPI.Op) -> bool:
-    one = numpy.ones(2, dtype=dtype)
-    try:
-        op.Reduce_local(one.copy(), one)
-    except (MPI.Exception, NotImplementedError, KeyError, ValueError, TypeError):
-        return False
-    return True
 
 
 def _ufunc_op(dtype: numpy.dtype, ufunc: Any) -> MPI.Op:
@@ -233,10 +228,11 @@ def reduce_plan(dtype: Any, op: ReduceOp) -> ReducePlan:
     average = op is ReduceOp.AVG
     if dt.kind == "f" and op in (ReduceOp.MAX, ReduceOp.MIN):
         plan = ReducePlan(_extremum_op(dt, op is ReduceOp.MAX), _byte_type(dt.itemsize), False)
-    elif _native_works(dt, mpi_op):
-        plan = ReducePlan(mpi_op, None, average)
     else:
         ufunc = (_BOOL_UFUNCS if is_bool else _UFUNCS)[op]
-        plan = ReducePlan(_ufunc_op(dt, ufunc), _byte_type(dt.itemsize), average)
+        if probe(dt, mpi_op, ufunc).native:
+            plan = ReducePlan(mpi_op, None, average)
+        else:
+            plan = ReducePlan(_ufunc_op(dt, ufunc), _byte_type(dt.itemsize), average)
     _plans[key] = plan
     return plan

@@ -22,7 +22,7 @@ from .leftovers import unreceived_lines
 
 _WORLD_SIZE = MPI.COMM_WORLD.Get_size()
 
-__all__ = ["ProcessGroup", "new_group", "world_comm", "world_group"]
+__all__ = ["ProcessGroup", "group_from_mpi4py", "new_group", "world_comm", "world_group"]
 
 
 class ProcessGroup:
@@ -143,3 +143,49 @@ def new_group(ranks: Iterable[int] | None = None) -> ProcessGroup:
     if comm is not None:
         _live_comms.add(comm)
     return ProcessGroup(members, comm)
+
+
+def group_from_mpi4py(comm: MPI.Comm, ranks: Iterable[int] | None = None) -> ProcessGroup:
+    """A group over the processes of an existing mpi4py communicator, in its rank order.
+
+    For programs that split their own communicators: mpiflow's collectives then run on them.
+    Collective over ``comm``'s processes only (the rest of the world does not take part).
+    mpiflow talks on a duplicate of ``comm``, so the program's own messages on ``comm`` never
+    match mpiflow's.
+
+    Args:
+        comm: an intracommunicator whose processes are all in mpiflow's world.
+        ranks: the world ranks the caller expects the group to have (any order), checked
+            before anything collective happens; None takes ``comm``'s.
+
+    Returns:
+        The group: its ranks are the world ranks of ``comm``'s ranks 0, 1, ...
+
+    Raises:
+        TypeError: ``comm`` is not an mpi4py intracommunicator (or is ``COMM_NULL``).
+        ValueError: ``ranks`` are not ``comm``'s processes.
+
+    >>> from mpi4py import MPI
+    >>> g = group_from_mpi4py(MPI.COMM_SELF)
+    >>> g.ranks == (MPI.COMM_WORLD.Get_rank(),), g.rank()
+    (True, 0)
+    """
+    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+        raise TypeError(f"expected an mpi4py intracommunicator, got {comm!r}")
+    mine = comm.Get_group()
+    world = MPI.COMM_WORLD.Get_group()
+    try:
+        members = MPI.Group.Translate_ranks(mine, list(range(comm.Get_size())), world)
+    finally:
+        mine.Free()
+        world.Free()
+    if any(r == MPI.UNDEFINED for r in members):
+        raise ValueError("the communicator has processes outside mpiflow's world")
+    if ranks is not None and sorted(ranks) != sorted(members):
+        raise ValueError(f"ranks {list(ranks)} are not those of the given communicator "
+                         f"{list(members)}")
+    dup = comm.Dup()
+    dup.Set_errhandler(MPI.ERRORS_RETURN)
+    made = new_communicator(dup)
+    _live_comms.add(made)
+    return ProcessGroup(members, made)

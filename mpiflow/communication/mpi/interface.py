@@ -11,15 +11,16 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ...core.reduce_op import ReduceOp
 from ..watchdog import monitor as watchdog
-from ..watchdog.monitor import mark_call
+from ..watchdog.state import mark_call
 
 __all__ = ["OPERATIONS", "Communicator", "Work"]
 
 Array = Any  # an array of the communicator's array module
+E = TypeVar("E", bound=BaseException)
 
 # Every operation of the Communicator interface (collectives, point to point, groups).
 OPERATIONS = (
@@ -81,6 +82,39 @@ class Work:
 
             self._finalize = both
         return self
+
+    def translate_errors(self, kind: type[E], translate: Callable[[E], BaseException]) -> None:
+        """Raise ``translate(error)`` instead of an error of type ``kind`` that waiting for or
+        testing the operation raises (a no-op on a work without requests).
+
+        Args:
+            kind: the exception type to translate.
+            translate: makes the exception to raise from the one caught.
+
+        Examples:
+            >>> from mpiflow.communication.mpi.group import world_comm as comm
+            >>> work = comm.all_reduce(numpy.ones(3), async_op=True)
+            >>> work.translate_errors(ValueError, lambda exc: RuntimeError(str(exc)))
+            >>> work.wait()
+            True
+        """
+        wait_all, test_all = self._wait_all, self._test_all
+        if wait_all is None or test_all is None:
+            return
+
+        def wait(requests: Sequence[Any]) -> None:
+            try:
+                wait_all(requests)
+            except kind as exc:
+                raise translate(exc) from None
+
+        def test(requests: Sequence[Any]) -> bool:
+            try:
+                return test_all(requests)
+            except kind as exc:
+                raise translate(exc) from None
+
+        self._wait_all, self._test_all = wait, test
 
     def is_completed(self) -> bool:
         """Return True once the operation has finished (its results are then in place)."""

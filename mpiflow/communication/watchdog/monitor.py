@@ -2,15 +2,15 @@
 
 Every blocking call of the communication layer (collectives, ``recv``, ``Work.wait()``) marks
 its start with :func:`mark_call` (one C call that steps :data:`STATE`'s counter: no allocation,
-no clock). A daemon thread per process samples, about twice a second, the
-counter and the innermost frame of every thread: a thread whose innermost frame is one of the
-layer's blocking sites (the Python functions that call a blocking MPI function) is inside a
-call, and the watchdog remembers when it first saw it there with the current counter. When one
-call has lasted ``MPIFLOW_TIMEOUT`` seconds (default 600; 0 turns the watchdog off), the thread
-asks every other rank's watchdog, over a communicator of its own, what its process is doing,
-prints one report (rank-tagged, on stderr) naming the operation, the group, the ranks that
-arrived and the ranks that did not and what they do instead, and aborts the job (``MPI_Abort``,
-exit status 124).
+no clock; both live in :mod:`.state`, and are re-exported here). A daemon thread per process
+samples, about twice a second, the counter and the innermost frame of every thread: a thread
+whose innermost frame is one of the layer's blocking sites (the Python functions that call a
+blocking MPI function) is inside a call, and the watchdog remembers when it first saw it there
+with the current counter. When one call has lasted ``MPIFLOW_TIMEOUT`` seconds (default 600; 0
+turns the watchdog off), the thread asks every other rank's watchdog, over a communicator of
+its own, what its process is doing, prints one report (rank-tagged, on stderr) naming the
+operation, the group, the ranks that arrived and the ranks that did not and what they do
+instead, and aborts the job (``MPI_Abort``, exit status 124).
 
 The thread also
 
@@ -40,7 +40,6 @@ Example:
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import math
 import os
@@ -50,7 +49,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mpi4py import MPI
@@ -80,6 +79,7 @@ from .sites import (  # noqa: F401  (registration API and helpers, re-exported)
     unregister_blocking_site,
     world_ranks,
 )
+from .state import STATE, CallState, mark_call, watched
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -119,48 +119,6 @@ _TAG_QUERY, _TAG_STATE, _TAG_EXIT, _TAG_SKIP = 1, 2, 3, 4
 _CODES = {"timeout": 124, "exited": 1, "interrupt": 130, "skipped": 1}
 
 
-class CallState:
-    """What this process's blocking calls are doing, as the hot path records it.
-
-    Attributes:
-        mark: the per-call marker: called, with no arguments, on entry to every blocking call.
-            It is the bound ``rotate`` of a ring of the ints 0..255: one C call, no allocation,
-            no clock (as cheap as the inline store it replaces, see the commit that made it).
-        note: ``(operation, mpi4py communicator)`` of an open :func:`watched` block, or None.
-
-    Example:
-        >>> state = CallState()
-        >>> before = state.seq
-        >>> state.mark(); state.mark()
-        >>> (state.seq - before) % 256
-        2
-    """
-
-    __slots__ = ("_ring", "mark", "note")
-
-    def __init__(self) -> None:
-        # rotate() moves the last item to the front: the front counts 0, 1, ..., 255, 0, ...
-        self._ring: collections.deque[int] = collections.deque([0, *range(255, 0, -1)])
-        self.mark: Callable[[], None] = self._ring.rotate
-        self.note: tuple[str, Any] | None = None
-
-    @property
-    def seq(self) -> int:
-        """The number of marked calls, modulo 256. The watchdog compares values only, so the
-        wrap is harmless: a false alarm would need exactly a multiple of 256 calls between
-        every two samples for the whole timeout."""
-        return self._ring[0]
-
-
-STATE = CallState()
-"""The process's call state: the communication layer updates it, the watchdog samples it."""
-
-mark_call: Callable[[], None] = STATE.mark
-"""The watchdog's per-call marker: every blocking call of the communication layer (and of the
-torch backend) calls ``mark_call()`` on entry, so that the watchdog tells one call from the
-next. The one place the mark is written."""
-
-
 def timeout_from_environment(environ: Mapping[str, str] | None = None) -> float:
     """The watchdog timeout ``MPIFLOW_TIMEOUT`` asks for, in seconds (0: off).
 
@@ -184,37 +142,6 @@ def timeout_from_environment(environ: Mapping[str, str] | None = None) -> float:
         raise ValueError(f"MPIFLOW_TIMEOUT must be a non-negative number of seconds (0 turns "
                          f"the watchdog off), got {text!r}")
     return value
-
-
-@contextlib.contextmanager
-def watched(operation: str, comm: Any = None) -> Iterator[None]:
-    """Let the watchdog bound a blocking section that does not go through mpiflow's layer.
-
-    mpiflow's own calls inside the block count as progress; the block is reported as
-    ``operation`` when it hangs elsewhere (in raw mpi4py or MPI-IO calls).
-
-    Args:
-        operation: what the block does, for the report (e.g. ``"checkpoint save"``).
-        comm: the mpi4py communicator it runs on, for the report's group, or None.
-
-    Example:
-        >>> from mpi4py import MPI
-        >>> comm = MPI.COMM_WORLD
-        >>> fh = MPI.File.Open(comm, "x.bin", MPI.MODE_WRONLY | MPI.MODE_CREATE)
-        >>> offset, buf = 8 * comm.Get_rank(), numpy.zeros(1)
-        >>> with watched("checkpoint save", comm):
-        ...     fh.Write_at_all(offset, buf)
-        >>> fh.Close()
-    """
-    state = STATE
-    previous = state.note
-    state.note = (operation, comm)
-    mark_call()
-    try:
-        yield
-    finally:
-        mark_call()
-        state.note = previous
 
 
 # -- the watchdog thread ----------------------------------------------------------------------

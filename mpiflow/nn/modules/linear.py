@@ -16,7 +16,8 @@ from ...tensors.creation import empty
 from ...tensors.tensor import Tensor
 from .. import functional as F
 from .. import init
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 __all__ = ["Flatten", "Identity", "Linear"]
 
@@ -74,7 +75,7 @@ class Linear(Module):
         """Draw the parameters again (PyTorch's default initialization)."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
             init.uniform_(self.bias, -bound, bound)
 

@@ -22,7 +22,7 @@ __all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELos
 class _Loss(Module):
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
-        F._check_reduction(reduction)
+        F.check_reduction(reduction)
         self.reduction = reduction
 
 

@@ -14,12 +14,9 @@ Examples:
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
-
-import numpy
 
 from ... import dtypes as _dtypes
 from ...autograd import no_grad
@@ -27,6 +24,8 @@ from ...layouts.placement import Placement
 from ...layouts.sbp import Broadcast, SbpParallel
 from ...tensors.tensor import Tensor
 from .convert import check_value, copy_into, globalize, swap
+from .hooks import RemovableHandle
+from .parameter import Parameter
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "RemovableHandle"]
 
@@ -35,60 +34,12 @@ SbpArg = SbpParallel | tuple[SbpParallel, ...] | list[SbpParallel]
 SbpChoice = SbpArg | Callable[[str, Tensor], Any] | None
 
 
-class Parameter(Tensor):
-    """A tensor that is a module's trainable state: a leaf that requires grad by default.
-
-    Args:
-        data: the value (local or global); the parameter shares its memory and layout.
-        requires_grad: whether autograd computes its gradient.
-
-    Examples:
-        >>> p = nn.Parameter(flow.zeros(2, 3))
-        >>> isinstance(p, flow.Tensor), p.requires_grad, p.is_leaf
-        (True, True, True)
-    """
-
-    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        if data is None:
-            data = Tensor(numpy.empty((0,), dtype=numpy.float32))
-        if not isinstance(data, Tensor):
-            raise TypeError(f"Parameter needs a mpiflow tensor, got {type(data).__name__}")
-        if requires_grad and data.dtype.numpy.kind not in "fc":
-            raise RuntimeError(f"only floating point tensors can require gradients, not "
-                               f"{data.dtype!r}")
-        super().__init__(data._data, data._placement, data._sbp, data.shape,
-                         requires_grad=requires_grad)
-
-    def __repr__(self) -> str:
-        return "Parameter containing:\n" + super().__repr__()
-
-
 class IncompatibleKeys(NamedTuple):
     """What :meth:`Module.load_state_dict` did not match: keys the module has and the state
     dict lacks, and keys of the state dict the module does not have."""
 
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-class RemovableHandle:
-    """Removes a hook registered on a module (also a context manager that removes it)."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict[int, Any]) -> None:
-        self._hooks = hooks
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        """Unregister the hook (a no-op the second time)."""
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 def _addindent(text: str, spaces: int) -> str:

@@ -14,7 +14,8 @@ from ...tensors.creation import empty
 from ...tensors.tensor import Tensor
 from .. import functional as F
 from .. import init
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 __all__ = ["LayerNorm"]
 

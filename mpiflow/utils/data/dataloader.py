@@ -29,7 +29,7 @@ __all__ = ["DataLoader", "default_collate", "default_convert"]
 
 def _stack_tensors(batch: Sequence[Tensor]) -> Tensor:
     if any(t.is_global for t in batch):
-        from ...ops.shape import stack
+        from ...ops.join import stack
 
         return stack(list(batch))
     shapes = {tuple(t.shape) for t in batch}

@@ -1,0 +1,214 @@
+"""torchrun's variables from an MPI launcher's own: a table per launcher, a pure function.
+
+torchrun gives each process ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` and
+``GROUP_RANK`` (the node's index), and torch programs read them before
+``init_process_group``. MPI launchers (mpiexec, mpirun, srun) announce the same facts under
+their own names. :data:`LAUNCHERS` maps them; :func:`launcher_values` reads them and
+:func:`torchrun_env` says which torchrun variables to set. Nothing here starts MPI or imports
+anything but the standard library, so torch's backend auto-load hook (which runs at
+``import torch``) can load this file on its own, without importing ``mpiflow``.
+
+Values a user, a batch script or torchrun set are never replaced. The variables this module
+set are recorded in ``MPIFLOW_LAUNCHER_ENV``, so a process started from a rank (a nested
+``mpiexec``, a subprocess) recognises inherited values as its parent's guesses and replaces
+them with its own launcher's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+__all__ = ["LAUNCHERS", "LauncherVars", "LauncherValues", "MARKER", "TORCHRUN_NAMES",
+           "launcher_values", "slurm_tasks_on_node", "torchrun_env"]
+
+MARKER = "MPIFLOW_LAUNCHER_ENV"
+TORCHRUN_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+
+
+class LauncherVars(NamedTuple):
+    """The variables through which one launcher announces a process's place.
+
+    Each field but ``name`` is a tuple of variable names, the first one set wins; an empty
+    tuple means the launcher does not say.
+    """
+
+    name: str
+    rank: tuple[str, ...]
+    size: tuple[str, ...]
+    local_rank: tuple[str, ...]
+    local_size: tuple[str, ...]
+    node: tuple[str, ...]
+
+
+class LauncherValues(NamedTuple):
+    """What a launcher said about this process; ``None`` where it said nothing."""
+
+    launcher: str
+    rank: int
+    world_size: int | None
+    local_rank: int | None
+    local_world_size: int | None
+    group_rank: int | None
+
+
+# Most specific first: an mpirun or Hydra mpiexec inside a Slurm allocation inherits the
+# allocation's SLURM_* variables, which describe its own daemons, not the ranks.
+LAUNCHERS: tuple[LauncherVars, ...] = (
+    LauncherVars("Open MPI / PRRTE mpirun", ("OMPI_COMM_WORLD_RANK",), ("OMPI_COMM_WORLD_SIZE",),
+                 ("OMPI_COMM_WORLD_LOCAL_RANK",), ("OMPI_COMM_WORLD_LOCAL_SIZE",), ()),
+    LauncherVars("MVAPICH mpirun_rsh", ("MV2_COMM_WORLD_RANK",), ("MV2_COMM_WORLD_SIZE",),
+                 ("MV2_COMM_WORLD_LOCAL_RANK",), ("MV2_COMM_WORLD_LOCAL_SIZE",), ()),
+    LauncherVars("IBM jsrun", ("JSM_NAMESPACE_RANK",), ("JSM_NAMESPACE_SIZE",),
+                 ("JSM_NAMESPACE_LOCAL_RANK",), ("JSM_NAMESPACE_LOCAL_SIZE",), ()),
+    LauncherVars("Cray PALS mpiexec", ("PALS_RANKID",), ("PMI_SIZE",),
+                 ("PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"), ("PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE"),
+                 ("PALS_NODEID",)),
+    LauncherVars("MPICH / Intel MPI Hydra mpiexec", ("PMI_RANK",), ("PMI_SIZE",),
+                 ("MPI_LOCALRANKID", "PMI_LOCAL_RANK"), ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"),
+                 ()),
+    LauncherVars("PMIx", ("PMIX_RANK",), ("PMIX_SIZE",), ("PMIX_LOCAL_RANK",),
+                 ("PMIX_LOCAL_SIZE",), ()),
+    LauncherVars("Slurm srun", ("SLURM_PROCID",), ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"),
+                 ("SLURM_LOCALID",), (), ("SLURM_NODEID",)),
+)
+
+# Slurm's batch and "extern" steps: SLURM_PROCID there is the batch script's, not a rank's.
+_SLURM_SPECIAL_STEPS = {"4294967290", "4294967291", "4294967292", "4294967293", "4294967294",
+                        "4294967295", "batch", "extern", "interactive"}
+
+
+def _first(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:
+    for name in names:
+        value = environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def slurm_tasks_on_node(tasks_per_node: str, node: int) -> int | None:
+    """Read Slurm's compressed tasks-per-node list at one node's index.
+
+    Args:
+        tasks_per_node: ``SLURM_STEP_TASKS_PER_NODE``, such as ``"2(x3),1"``.
+        node: the node's index in the step.
+
+    Returns:
+        The number of tasks on that node, or ``None`` if the list is malformed or too short.
+
+    >>> slurm_tasks_on_node("2(x3),1", 3)
+    1
+    """
+    seen = 0
+    for item in tasks_per_node.split(","):
+        count, sep, repeat = item.strip().partition("(x")
+        if not count.isdigit() or (sep and not (repeat.endswith(")")
+                                                and repeat[:-1].isdigit())):
+            return None
+        seen += int(repeat[:-1]) if sep else 1
+        if node < seen:
+            return int(count)
+    return None
+
+
+def _in_slurm_step(environ: Mapping[str, str]) -> bool:
+    step = environ.get("SLURM_STEP_ID", environ.get("SLURM_STEPID", ""))
+    return bool(step) and step not in _SLURM_SPECIAL_STEPS
+
+
+def launcher_values(environ: Mapping[str, str]) -> LauncherValues | None:
+    """Read the first launcher of :data:`LAUNCHERS` whose rank variable is set.
+
+    Args:
+        environ: the environment (``os.environ`` or a copy).
+
+    Returns:
+        The launcher's name and what it says about this process, or ``None`` when no known
+        launcher started it (a plain ``python``, a Slurm batch script).
+
+    >>> launcher_values({"PMI_RANK": "1", "PMI_SIZE": "4", "MPI_LOCALRANKID": "1",
+    ...                  "MPI_LOCALNRANKS": "2"})[1:]
+    (1, 4, 1, 2, None)
+    """
+    for vars_ in LAUNCHERS:
+        rank = _first(environ, vars_.rank)
+        if rank is None:
+            continue
+        if vars_.name == "Slurm srun" and not _in_slurm_step(environ):
+            continue
+        size = _first(environ, vars_.size)
+        local_rank = _first(environ, vars_.local_rank)
+        local_size = _first(environ, vars_.local_size)
+        node = _first(environ, vars_.node)
+        if vars_.name == "Slurm srun" and node is not None:
+            per_node = environ.get("SLURM_STEP_TASKS_PER_NODE",
+                                   environ.get("SLURM_TASKS_PER_NODE", ""))
+            local_size = slurm_tasks_on_node(per_node, node)
+        if size is not None and size <= rank:
+            size = None  # inconsistent: say nothing rather than something wrong
+        if local_rank is not None and local_size is not None and local_size <= local_rank:
+            local_size = None
+        if size == 1:  # one process: everything is known
+            local_rank, local_size, node = 0, 1, 0
+        elif size is not None and local_size == size:  # every rank on this node
+            node = 0
+        return LauncherValues(vars_.name, rank, size, local_rank, local_size, node)
+    return None
+
+
+def _inherited(environ: Mapping[str, str]) -> dict[str, str]:
+    """The values an ancestor process set with :func:`torchrun_env` (from the marker)."""
+    recorded: dict[str, str] = {}
+    for item in environ.get(MARKER, "").split(","):
+        name, _, value = item.partition("=")
+        if name in TORCHRUN_NAMES:
+            recorded[name] = value
+    return recorded
+
+
+def torchrun_env(environ: Mapping[str, str],
+                 known: LauncherValues | None = None) -> dict[str, str]:
+    """Say which of torchrun's variables to set, from the launcher's (or from ``known``).
+
+    A variable already set is kept, unless an ancestor set it with this function (the
+    marker says so, and its value is unchanged): then it is this process's to set.
+
+    Args:
+        environ: the environment.
+        known: values that are known better than the launcher's (MPI's own rank and
+            topology, once MPI runs); where they are ``None``, the launcher's are used.
+
+    Returns:
+        The variables to add to the environment, with the marker listing them; empty when
+        nothing is to be set.
+
+    >>> env = torchrun_env({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1",
+    ...                     "MPI_LOCALNRANKS": "2", "LOCAL_RANK": "5"})
+    >>> env["RANK"], env["WORLD_SIZE"], "LOCAL_RANK" in env, env["GROUP_RANK"]
+    ('1', '2', False, '0')
+    """
+    if environ.get("TORCHELASTIC_RUN_ID"):  # torchrun started this process: its values hold
+        return {}
+    found = launcher_values(environ)
+    values: dict[str, int | None] = dict.fromkeys(TORCHRUN_NAMES)
+    for source in (found, known):
+        if source is None:
+            continue
+        for name, value in zip(TORCHRUN_NAMES, source[1:], strict=True):
+            if value is not None:
+                values[name] = value
+    inherited = _inherited(environ)
+    updates: dict[str, str] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        current = environ.get(name)
+        ours = current is None or current == "" or inherited.get(name) == current
+        if ours and (current != str(value) or name in inherited):
+            updates[name] = str(value)
+    if not updates:
+        return {}
+    mine = {**{k: v for k, v in inherited.items() if environ.get(k) == v}, **updates}
+    updates[MARKER] = ",".join(f"{name}={mine[name]}" for name in TORCHRUN_NAMES
+                               if name in mine)
+    return updates
