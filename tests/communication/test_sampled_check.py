@@ -165,6 +165,26 @@ def test_the_issue_probes_fail_a_default_job_with_a_clear_error_on_every_rank() 
 
 
 
+def test_the_torch_backend_is_checked_by_default() -> None:
+    pytest.importorskip("torch")
+    from helpers import run_job
+
+    code = textwrap.dedent("""
+        import sys, torch, torch.distributed as dist
+        dist.init_process_group(backend="mpiflow")
+        r = dist.get_rank()
+        try:
+            dist.broadcast(torch.full((3,), float(r)), src=r)  # each rank its own root
+        except ValueError as exc:
+            sys.stdout.write(f"caught: {str(exc).splitlines()[0]}\\n")  # one write: one line
+            sys.stdout.flush()
+        dist.all_reduce(torch.ones(4, dtype=torch.float32 if r == 0 else torch.int32))
+    """)
+    job = run_job(2, code, timeout=90)
+    assert job.stdout.count("caught: ranks called mismatched collectives") == 2, job.stderr
+    assert job.returncode == 1
+    assert "they differ in: dtype" in job.stderr, job.stderr
+
 @pytest.mark.mpi(min_size=2)
 def test_new_group_called_on_some_ranks_only_is_named() -> None:
     comm = fresh()
