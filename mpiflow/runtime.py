@@ -183,6 +183,11 @@ _installed = False
 def _abort_hook(
     kind: type[BaseException], value: BaseException, tb: TracebackType | None
 ) -> None:
+    if MPI.Is_finalized():  # no MPI call is possible (MPICH would abort with its own words)
+        with contextlib.suppress(Exception):
+            sys.stderr.write(_format_exception(kind, value, tb, _world_rank))
+            sys.stderr.flush()
+        return
     if world.Get_size() == 1 or threading.current_thread() is not threading.main_thread():
         _previous_hook(kind, value, tb)
         return
@@ -197,7 +202,7 @@ def _abort_hook(
 
 def _thread_hook(args: Any) -> None:
     """An uncaught exception in a thread other than the main one: a rank-tagged traceback."""
-    if world.Get_size() == 1 or args.exc_type is SystemExit:
+    if MPI.Is_finalized() or world.Get_size() == 1 or args.exc_type is SystemExit:
         _previous_thread_hook(args)
         return
     rank = world.Get_rank()
@@ -291,6 +296,7 @@ def install_abort_handler() -> None:
 
 
 world: MPI.Comm = MPI.COMM_WORLD
+_world_rank = world.Get_rank()  # for a traceback after MPI_Finalize, when none can be asked
 _check_launcher(world)
 topology: Topology = _discover_topology(world)
 placement.set_world_size(topology.size)

@@ -18,6 +18,7 @@ from ..core.reduce_op import ReduceOp, check_reduce_dtype
 # debug mode and the gpu maker plug into mpi at import (new_communicator's debug kind, the
 # route of device arrays): imported here, so that no communicator is made before they have.
 from .debug import mode as _debug_mode  # noqa: F401
+from .debug import sampled as _sampled  # noqa: F401  (registers the communicator kind)
 from .debug.counting import count_collectives
 from .debug.mode import CollectiveMismatchError
 from .gpu import maker as _gpu_maker  # noqa: F401

@@ -158,8 +158,13 @@ class FastPaths:
                  "broadcast", "comm", "in_use", "paths", "recv", "reduce_scatter", "send",
                  "size")
 
-    def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]]) -> None:
+    def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]],
+                 due: list[int] | None = None) -> None:
         size, rank = comm.Get_size(), comm.Get_rank()
+        # due[0]: the calls left until the next collective whose arguments the ranks compare
+        # (MPIFLOW_CHECK=sampled, .debug.sampled); a collective path declines the due one, so
+        # that the general path checks it, and counts every other one it runs.
+        due = [1 << 62] if due is None else due
         self.size = size
         self.comm: Any = comm  # for the watchdog's report (_blocked_call) and the errors
         # The communicator's in-use mark (see the module's docstring); the general path and
@@ -178,6 +183,9 @@ class FastPaths:
                 by_dtype = native.get(op)
                 mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
                 if mpi_op is not None:
+                    if due[0] <= 1:
+                        return False  # the general path checks this call
+                    due[0] -= 1
                     if in_use.owner is not None:
                         concurrent_use(in_use, comm, "all_reduce")
                     try:
@@ -185,6 +193,7 @@ class FastPaths:
                         mark()  # the watchdog's mark: a new blocking call
                         allreduce(in_place, buf, mpi_op)
                     except _DECLINED:
+                        due[0] += 1
                         return False
                     except MPI.Exception as exc:
                         collective_failed("all_reduce", comm, exc, (buf,))
@@ -202,6 +211,9 @@ class FastPaths:
                     and send is not recv and (sbase := send.base) is not recv
                     and (rbase := recv.base) is not send
                     and (sbase is None or sbase is not rbase)):
+                if due[0] <= 1:
+                    return False  # the general path checks this call
+                due[0] -= 1
                 if in_use.owner is not None:
                     concurrent_use(in_use, comm, "all_gather")
                 try:
@@ -209,6 +221,7 @@ class FastPaths:
                     mark()
                     allgather(send, recv)
                 except _DECLINED:
+                    due[0] += 1
                     return False
                 except MPI.Exception as exc:
                     collective_failed("all_gather", comm, exc, (send, recv))
@@ -229,6 +242,9 @@ class FastPaths:
                 by_dtype = native.get(op)
                 mpi_op = by_dtype.get(dtype) if by_dtype is not None else None
                 if mpi_op is not None:
+                    if due[0] <= 1:
+                        return False  # the general path checks this call
+                    due[0] -= 1
                     if in_use.owner is not None:
                         concurrent_use(in_use, comm, "reduce_scatter")
                     try:
@@ -236,6 +252,7 @@ class FastPaths:
                         mark()
                         reduce_scatter_block(send, recv, mpi_op)
                     except _DECLINED:
+                        due[0] += 1
                         return False
                     except MPI.Exception as exc:
                         collective_failed("reduce_scatter", comm, exc, (send, recv))
@@ -247,6 +264,9 @@ class FastPaths:
         def broadcast(buf: Any, root: int) -> bool:
             if (type(buf) is _ndarray and type(root) is int and 0 <= root < size
                     and (buf.ndim < 2 or buf.flags.c_contiguous)):
+                if due[0] <= 1:
+                    return False  # the general path checks this call
+                due[0] -= 1
                 if in_use.owner is not None:
                     concurrent_use(in_use, comm, "broadcast")
                 try:
@@ -254,6 +274,7 @@ class FastPaths:
                     mark()
                     bcast(buf, root)
                 except _DECLINED:
+                    due[0] += 1
                     return False
                 except MPI.Exception as exc:
                     collective_failed("broadcast", comm, exc, (buf,))
@@ -273,6 +294,9 @@ class FastPaths:
                     and (sbase is None or sbase is not rbase)
                     and (sdim < 2 or send.flags.c_contiguous)
                     and (rdim < 2 or recv.flags.c_contiguous)):
+                if due[0] <= 1:
+                    return False  # the general path checks this call
+                due[0] -= 1
                 if in_use.owner is not None:
                     concurrent_use(in_use, comm, "all_to_all")
                 try:
@@ -280,6 +304,7 @@ class FastPaths:
                     mark()
                     alltoall(send, recv)
                 except _DECLINED:
+                    due[0] += 1
                     return False
                 except MPI.Exception as exc:
                     collective_failed("all_to_all", comm, exc, (send, recv))
@@ -326,7 +351,7 @@ class FastPaths:
         self.send: Callable[[Any, int, int], bool] = send
         self.recv: Callable[[Any, int, int], bool] = recv
         self.all_reduce_at: Callable[[int, int, Any, Any], bool] = _all_reduce_at(
-            comm, in_use, mark, allreduce, in_place)
+            comm, in_use, mark, allreduce, in_place, due)
         self.paths = {name: getattr(self, name) for name in _PATHS}
         _live.add(self)
         if _paused:
@@ -351,7 +376,7 @@ class FastPaths:
 
 
 def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce: Any,
-                   in_place: Any) -> Callable[[int, int, Any, Any], bool]:
+                   in_place: Any, due: list[int]) -> Callable[[int, int, Any, Any], bool]:
     """The in-place all-reduce of ``nbytes`` of memory at ``address`` (a torch tensor's),
     typed by an MPI datatype and reduced by an MPI op that the caller knows to be native:
     no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2)."""
@@ -359,6 +384,9 @@ def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce
 
     # Named as the operation: the watchdog reports a fast path by its function's name.
     def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
+        if due[0] <= 1:
+            return False  # the general path checks this call
+        due[0] -= 1
         if in_use.owner is not None:
             concurrent_use(in_use, comm, "all_reduce")
         try:

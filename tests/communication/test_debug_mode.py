@@ -46,6 +46,7 @@ def test_mpi_communicator_is_the_debug_one_in_debug_mode(
     assert type(new_communicator(MPI.COMM_SELF)) is DebugMPICommunicator
     assert type(MPICommunicator(MPI.COMM_SELF)) is MPICommunicator  # the class: always plain
     monkeypatch.setenv("MPIFLOW_DEBUG", "0")
+    monkeypatch.setenv("MPIFLOW_CHECK", "off")
     assert type(new_communicator(MPI.COMM_SELF)) is MPICommunicator
     assert type(DebugMPICommunicator(MPI.COMM_SELF)) is DebugMPICommunicator
 

@@ -229,3 +229,31 @@ def test_calls_after_finalize_raise_runtime_error():
     job = run_job(1, code, timeout=60)
     assert job.stdout.count("caught: MPI is finalized") == len(calls), (job.stdout, job.stderr)
     assert job.returncode == 0, job.stderr
+
+
+@pytest.mark.single_process
+def test_first_uses_after_finalize_raise_too():
+    # Calls whose first step is not on a group's communicator: a reduction's one-time probe of
+    # the library (float32 is reduced here for the first time), a new group, a placement's
+    # split, a global tensor's boxing. Each raised MPICH's own abort before.
+    calls = ["dist.all_reduce(numpy.ones(2, numpy.float32))", "dist.new_group([0])",
+             "flow.ones(4, placement=flow.placement('cpu', [0, 1]), sbp=flow.sbp.split(0))"
+             ".sum().numpy()",
+             "flow.ones(2, placement=flow.placement('cpu', [1]), sbp=flow.sbp.broadcast)"
+             ".to_global(placement=flow.placement('cpu', [0, 1]), sbp=flow.sbp.broadcast)"
+             ".numpy()"]
+    code = ("import numpy, mpiflow as flow, mpiflow.distributed as dist\n"
+            "from mpi4py import MPI\n"
+            "MPI.Finalize()\n"
+            f"for call in {calls!r}:\n"
+            "    try:\n"
+            "        eval(call)\n"
+            "    except RuntimeError as exc:\n"
+            "        print('caught:', exc, flush=True)\n"
+            "dist.all_reduce(numpy.ones(2, numpy.int16))  # uncaught: a traceback, exit 1\n")
+    job = run_job(2, code, timeout=60)
+    assert job.stdout.count("caught: MPI is finalized") == 2 * len(calls), (job.stdout,
+                                                                           job.stderr)
+    assert "before initializing or after finalizing" not in job.stderr
+    assert job.returncode != 0
+    assert "] RuntimeError: MPI is finalized" in job.stderr, job.stderr

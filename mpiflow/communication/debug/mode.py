@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -46,13 +47,14 @@ from mpi4py import MPI
 
 from ...core.reduce_op import ReduceOp
 from ..fast import concurrent_use
-from ..mpi.communicator import MPICommunicator, set_debug_kind
+from ..mpi.communicator import MPICommunicator
 from ..mpi.interface import OPERATIONS
 from ..watchdog import monitor as watchdog
 from ..watchdog.report import describe_group, ranks_text
 from ..watchdog.state import mark_call
 
-__all__ = ["CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint", "enabled"]
+__all__ = ["FINGERPRINT_SPECS", "CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint",
+           "enabled"]
 
 
 class CollectiveMismatchError(ValueError):
@@ -224,7 +226,8 @@ def _describe(row: Sequence[int], operation_names: Sequence[str] = OPERATIONS) -
 
 
 def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
-                     world_size: int, errors: Sequence[str | None] = ()) -> str | None:
+                     world_size: int, errors: Sequence[str | None] = (),
+                     checked_by: str = "MPIFLOW_DEBUG=1") -> str | None:
     """What differs between the ranks' fingerprint rows, or None when they all agree.
 
     Args:
@@ -232,10 +235,13 @@ def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
         world_ranks: the world rank of each row, or None to name communicator ranks.
         world_size: the world's size (to name the world as such).
         errors: per row, the error of a rank that raised before taking part (or None).
+        checked_by: the setting that made the ranks compare, for the message's last line.
 
     Returns:
         The message every rank raises, the same on all of them.
     """
+    if table.tobytes() == table[0].tobytes() * len(table):  # the common case, cheaply
+        return None
     rows = [tuple(int(v) for v in row) for row in table]
     if all(row == rows[0] for row in rows):
         return None
@@ -268,7 +274,7 @@ def mismatch_message(table: numpy.ndarray, world_ranks: Sequence[int] | None,
     if "call number" in differ:
         lines.append("  (the call numbers differ: some ranks made more collectives on this group "
                      "before this one)")
-    lines.append("  (MPIFLOW_DEBUG=1 checked the arguments; the collective did not run)")
+    lines.append(f"  ({checked_by} checked the arguments; the collective did not run)")
     return "\n".join(lines)
 
 
@@ -303,12 +309,14 @@ class DebugMPICommunicator(MPICommunicator):
     """
 
     checks_every_call = True
+    checked_by = "MPIFLOW_DEBUG=1"  # named in the error's last line
 
     def __init__(self, comm: MPI.Comm | None = None) -> None:
         super().__init__(comm)
         self._shadow: MPI.Comm | None = None
         self._world_ranks: tuple[int, ...] | None = None
         self._calls = 0
+        self._rows: dict[Any, numpy.ndarray] = {}  # encoded fingerprints, by call kind
 
     def __repr__(self) -> str:
         return f"DebugMPICommunicator(rank={self.rank}, size={self.size})"
@@ -346,8 +354,16 @@ class DebugMPICommunicator(MPICommunicator):
                 raise
             fingerprint = Fingerprint()
         self._calls += 1
-        table = self._exchange(fingerprint.encode(operation, self._calls, self.size,
-                                                  raised=error is not None))
+        key = (operation, fingerprint, error is not None)
+        row = self._rows.get(key)
+        if row is None:  # a new kind of call on this group: encoded once
+            row = fingerprint.encode(operation, 0, self.size, raised=error is not None)
+            if len(self._rows) < 4096:
+                with contextlib.suppress(TypeError):  # unhashable arguments: not cached
+                    self._rows[key] = row
+        row = row.copy()
+        row[2] = self._calls
+        table = self._exchange(row)
         raised = table[:, 12 + _DIMS]
         errors: list[str | None] = []
         if raised.any():
@@ -356,7 +372,8 @@ class DebugMPICommunicator(MPICommunicator):
             errors = self._shadow.allgather(text)
             if raised.all():
                 return  # no rank takes part: each raises its own error
-        message = mismatch_message(table, self._world_ranks, MPI.COMM_WORLD.Get_size(), errors)
+        message = mismatch_message(table, self._world_ranks, MPI.COMM_WORLD.Get_size(), errors,
+                                   self.checked_by)
         if message is None and operation == "all_to_all_v":
             send_counts = _counts(kwargs.get("send_counts", args[1] if len(args) > 1 else ()))
             recv_counts = _counts(kwargs.get("recv_counts", args[3] if len(args) > 3 else ()))
@@ -475,4 +492,4 @@ _FILE = DebugMPICommunicator._exchange.__code__.co_filename
 _AGREE = DebugMPICommunicator._agree.__code__
 watchdog.register_blocking_site(DebugMPICommunicator._exchange)
 watchdog.register_frame_reader(_blocked_call)
-set_debug_kind(enabled, DebugMPICommunicator)
+# .sampled registers the communicator kind (MPIFLOW_CHECK / MPIFLOW_DEBUG) with the MPI layer.

@@ -87,8 +87,12 @@ class MPICommunicator(Communicator):
         self._native: dict[ReduceOp, dict[Any, MPI.Op]] = {op: {} for op in ReduceOp}
         # The blocking calls on plain contiguous numpy arrays, with the fewest checks; the
         # public faces call them first for the world group.
+        # The calls left until the next one whose arguments the ranks compare (a sampled
+        # communicator's schedule, .debug.sampled; never for this class): shared with the
+        # fast paths, which count the calls they run.
+        self.check_due = [1 << 62]
         self.fast = (FastPaths.disabled() if self.checks_every_call
-                     else FastPaths(self.mpi_comm, self._native))
+                     else FastPaths(self.mpi_comm, self._native, self.check_due))
 
     checks_every_call = False
     """True for a communicator that must see every call (debug mode): no fast paths."""
@@ -181,7 +185,7 @@ class MPICommunicator(Communicator):
         """
         in_use = self.fast.in_use
         owner = in_use.owner
-        if collective and owner is not None:
+        if collective and owner is not None and owner != get_ident():  # not a nested call
             concurrent_use(in_use, self.mpi_comm, operation_of(start)[0])
             owner = in_use.owner  # None again after a resync (.skew)
         if async_op:
@@ -528,24 +532,26 @@ def _returning(comm: MPI.Comm) -> MPI.Comm:
 
 
 # -- what other modules plug in ----------------------------------------------------------------
-_debug_kind: tuple[Callable[[], bool], type[MPICommunicator]] | None = None
+_Maker = Callable[[MPI.Comm | None], MPICommunicator]
+_debug_kind: tuple[Callable[[], bool], _Maker] | None = None
 _device_maker: Callable[[MPICommunicator], Communicator] | None = None
 
 
 def new_communicator(comm: MPI.Comm | None = None) -> MPICommunicator:
     """The communicator mpiflow makes over ``comm``: use it rather than the class.
 
-    With ``MPIFLOW_DEBUG`` set, debug mode's checking subclass (every collective's arguments
-    compared across ranks first, :mod:`.debug_mode`); a plain :class:`MPICommunicator`
-    otherwise, which pays nothing for the choice.
+    What ``MPIFLOW_CHECK`` asks for (:mod:`.debug.sampled`): by default a communicator that
+    compares the arguments of a sample of the collectives across ranks; with ``all`` (or
+    ``MPIFLOW_DEBUG=1``) debug mode's, which compares every call; with ``off`` a plain
+    :class:`MPICommunicator`.
 
     Args:
         comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
 
     Examples:
         >>> c = new_communicator(MPI.COMM_WORLD.Dup())
-        >>> type(c).__name__                  # without MPIFLOW_DEBUG
-        'MPICommunicator'
+        >>> type(c).__name__                  # MPIFLOW_CHECK unset: sampled
+        'SampledMPICommunicator'
     """
     kind = _debug_kind
     if kind is not None and kind[0]():
@@ -553,10 +559,11 @@ def new_communicator(comm: MPI.Comm | None = None) -> MPICommunicator:
     return MPICommunicator(comm)
 
 
-def set_debug_kind(enabled: Callable[[], bool], kind: type[MPICommunicator]) -> None:
-    """Make :func:`new_communicator` give ``kind`` whenever ``enabled()`` says so.
+def set_debug_kind(enabled: Callable[[], bool], kind: _Maker) -> None:
+    """Make :func:`new_communicator` call ``kind(comm)`` whenever ``enabled()`` says so.
 
-    :mod:`.debug_mode` calls it at import with its environment check and its subclass.
+    :mod:`.debug.sampled` calls it at import with the maker of the communicator that
+    ``MPIFLOW_CHECK`` asks for (a checking subclass, or the plain class).
     """
     global _debug_kind
     _debug_kind = (enabled, kind)

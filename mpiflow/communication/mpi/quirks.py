@@ -108,6 +108,9 @@ def probe(dtype: numpy.dtype, mpi_op: MPI.Op, ufunc: Any) -> Probe:
     found = _cache.get(key)
     if found is not None:
         return found
+    if MPI.Is_finalized():  # MPICH would abort the process at the probe's first MPI call
+        raise RuntimeError("MPI is finalized: mpiflow cannot communicate after MPI.Finalize() "
+                           f"(a reduction of {dtype})")
     a, b = _operands(dtype)
     with numpy.errstate(all="ignore"):
         want = ufunc(a, b)

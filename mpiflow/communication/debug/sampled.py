@@ -1,0 +1,165 @@
+"""``MPIFLOW_CHECK``: how many collectives the ranks compare before running them.
+
+- ``all`` (or ``MPIFLOW_DEBUG=1``): every collective, debug mode's
+  :class:`~.mode.DebugMPICommunicator`: the fast paths are off and each call costs one small
+  all-gather.
+- ``sampled`` (the default): the calls of a fixed schedule, which every rank computes alike
+  from the call's number on its group (:func:`next_checked`): every one of the first
+  :data:`FIRST` calls on each group, then the powers of two and every :data:`PERIOD`-th call.
+  A checked call is debug mode's, with its errors (:class:`~.mode.CollectiveMismatchError` on
+  every rank, naming the ranks, their arguments and what differs); the others take the fast
+  paths, which count them (one decrement per call).
+- ``off``: none; the plain :class:`~.mpi.MPICommunicator`.
+
+A mismatch in a call that the schedule skips is not caught (within the first :data:`FIRST`
+calls on a group, none is skipped). A call is never checked because its (operation, shape,
+dtype) is new to a rank: the ranks whose arguments differ could not agree on that.
+
+Examples:
+    >>> [n for n in range(1, 5000) if n > FIRST and next_checked(n - 1) == n][:6]
+    [512, 1024, 2048, 4096]
+    >>> check_mode({"MPIFLOW_CHECK": "all"}), check_mode({}), check_mode({"MPIFLOW_DEBUG": "1"})
+    ('all', 'sampled', 'all')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mpi4py import MPI
+
+from ..mpi.communicator import MPICommunicator, set_debug_kind
+from ..watchdog.skew import skipped
+from .mode import FINGERPRINT_SPECS, DebugMPICommunicator, enabled
+
+__all__ = ["FIRST", "MODES", "PERIOD", "SampledMPICommunicator", "check_mode", "next_checked"]
+
+FIRST = 256  # every call of the first FIRST on a group is checked
+PERIOD = 4096  # then every PERIOD-th call, and the powers of two below it
+MODES = ("off", "sampled", "all")
+
+
+def check_mode(environ: Mapping[str, str] | None = None) -> str:
+    """The checking mode asked for: ``MPIFLOW_CHECK`` (default ``sampled``); ``MPIFLOW_DEBUG=1``
+    means ``all``.
+
+    Raises:
+        ValueError: ``MPIFLOW_CHECK`` is none of ``off``, ``sampled``, ``all``.
+    """
+    env = os.environ if environ is None else environ
+    if enabled(env):
+        return "all"
+    mode = env.get("MPIFLOW_CHECK", "").strip().lower() or "sampled"
+    if mode not in MODES:
+        raise ValueError(f"MPIFLOW_CHECK must be one of off, sampled, all; got "
+                         f"{env.get('MPIFLOW_CHECK')!r}")
+    return mode
+
+
+def next_checked(n: int) -> int:
+    """The number of the next checked call on a group after the checked call ``n`` (1-based).
+
+    Examples:
+        >>> next_checked(3), next_checked(256), next_checked(512), next_checked(5000)
+        (4, 512, 1024, 8192)
+    """
+    if n < FIRST:
+        return n + 1
+    if n < PERIOD:
+        return 1 << n.bit_length()
+    return (n // PERIOD + 1) * PERIOD
+
+
+class SampledMPICommunicator(DebugMPICommunicator):
+    """A communicator that compares the arguments of the collectives :func:`next_checked`
+    picks, and runs the others as the plain :class:`~.mpi.MPICommunicator` does.
+
+    :func:`~.mpi.new_communicator` gives one under ``MPIFLOW_CHECK=sampled`` (the default).
+
+    Args:
+        comm: the MPI communicator (``MPI.COMM_WORLD`` by default).
+
+    Raises:
+        CollectiveMismatchError: from a checked collective whose arguments differ between
+            ranks, on every rank.
+    """
+
+    checks_every_call = False
+    checked_by = "the sampled check (MPIFLOW_CHECK=sampled, the default)"
+
+    def __init__(self, comm: MPI.Comm | None = None) -> None:
+        super().__init__(comm)
+        self._next_check = 1
+        self._checking = False
+        if self.size > 1:  # one rank has nothing to compare: its fast paths stay on
+            self.check_due[0] = 1
+
+    def __repr__(self) -> str:
+        return f"SampledMPICommunicator(rank={self.rank}, size={self.size})"
+
+    def _advance(self) -> None:
+        """The due call was made (checked, or raised before it on every rank)."""
+        n = self._next_check
+        self._next_check = following = next_checked(n)
+        self.check_due[0] = following - n
+
+    def failed(self, operation: str, error: BaseException) -> None:
+        """This rank's ``operation`` raised before taking part: if the call is one the ranks
+        check, every rank raises (as in debug mode); otherwise the group is marked
+        (:func:`~.watchdog.skew.skipped`), as without checks."""
+        if getattr(error, "mpiflow_agreed", False) or self.size == 1:
+            return
+        due = self.check_due
+        if due[0] <= 1:
+            if not self._checking:  # a face's own check, outside the method's call
+                self._calls = self._next_check - 1
+                self._advance()
+            super().failed(operation, error)
+            return
+        due[0] -= 1  # the other ranks count the call they ran
+        skipped(self, operation, error)
+
+
+def _sampled(name: str) -> Callable[..., Any]:
+    checked = getattr(DebugMPICommunicator, name)
+
+    def method(self: SampledMPICommunicator, *args: Any, **kwargs: Any) -> Any:
+        due = self.check_due
+        left = due[0]
+        if left > 1 or self.size == 1:
+            # looked up at call time, so that count_collectives' wrappers count it
+            out = getattr(MPICommunicator, name)(self, *args, **kwargs)
+            if due[0] == left:  # no fast path counted it
+                due[0] = left - 1
+            return out
+        self._calls = self._next_check - 1  # the error names the call's number on the group
+        self._checking = True
+        try:
+            return checked(self, *args, **kwargs)
+        finally:
+            self._checking = False
+            self._advance()
+
+    method.__code__ = method.__code__.replace(co_name=name)  # the watchdog names the frame
+    method.__name__ = name
+    method.__qualname__ = f"SampledMPICommunicator.{name}"
+    method.__doc__ = f"``{name}``, checked across ranks when the schedule says so."
+    return method
+
+
+for _name in FINGERPRINT_SPECS:
+    setattr(SampledMPICommunicator, _name, _sampled(_name))
+
+
+def _make(comm: MPI.Comm | None = None) -> MPICommunicator:
+    mode = check_mode()
+    if mode == "all":
+        return DebugMPICommunicator(comm)
+    if mode == "sampled":
+        return SampledMPICommunicator(comm)
+    return MPICommunicator(comm)
+
+
+set_debug_kind(lambda: True, _make)

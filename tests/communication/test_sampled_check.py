@@ -1,0 +1,198 @@
+"""MPIFLOW_CHECK=sampled (the default): the ranks compare the arguments of the collectives of a
+fixed schedule (every one of the first calls on a group, then sparse ones) and raise debug
+mode's CollectiveMismatchError on every rank; the other calls take the fast paths.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy
+import pytest
+from mpi4py import MPI
+
+import mpiflow as flow
+import mpiflow.distributed as dist
+from mpiflow.communication import CollectiveMismatchError
+from mpiflow.communication.debug.mode import DebugMPICommunicator
+from mpiflow.communication.debug.sampled import (
+    FIRST,
+    SampledMPICommunicator,
+    check_mode,
+    next_checked,
+)
+from mpiflow.communication.mpi.communicator import MPICommunicator, new_communicator
+from mpiflow.communication.mpi.group import world_comm
+from mpiflow.core.reduce_op import ReduceOp
+
+RANK, SIZE = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+
+
+def test_the_schedule_checks_the_first_calls_then_sparse_ones() -> None:
+    checked, n = [], 1
+    while n <= 100_000:
+        checked.append(n)
+        n = next_checked(n)
+    assert checked[:FIRST] == list(range(1, FIRST + 1))
+    assert checked[FIRST:FIRST + 5] == [512, 1024, 2048, 4096, 8192]
+    assert len(checked) < FIRST + 40  # of 100k calls
+
+
+def test_the_mode_comes_from_the_environment() -> None:
+    assert check_mode({}) == "sampled"
+    assert check_mode({"MPIFLOW_CHECK": "OFF"}) == "off"
+    assert check_mode({"MPIFLOW_CHECK": "all"}) == "all"
+    assert check_mode({"MPIFLOW_CHECK": "off", "MPIFLOW_DEBUG": "1"}) == "all"
+    with pytest.raises(ValueError, match="MPIFLOW_CHECK must be one of off, sampled, all"):
+        check_mode({"MPIFLOW_CHECK": "some"})
+
+
+def test_the_default_communicator_is_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    kinds = {"sampled": SampledMPICommunicator, "all": DebugMPICommunicator,
+             "off": MPICommunicator}
+    assert type(world_comm) is kinds[check_mode()]  # the world's, made at import
+    monkeypatch.delenv("MPIFLOW_DEBUG", raising=False)
+    for mode, kind in kinds.items():
+        monkeypatch.setenv("MPIFLOW_CHECK", mode)
+        assert type(new_communicator(MPI.COMM_SELF.Dup())) is kind
+
+
+def test_one_rank_keeps_its_fast_paths() -> None:
+    comm = SampledMPICommunicator(MPI.COMM_SELF.Dup())
+    x = numpy.ones(3)
+    comm.all_reduce(x)  # the general path meets SUM of float64 first
+    assert comm.fast.all_reduce(x, ReduceOp.SUM)  # then not declined: nothing is checked
+
+
+def fresh() -> SampledMPICommunicator:
+    return SampledMPICommunicator(MPI.COMM_WORLD.Dup())
+
+
+def raises_everywhere(call: object, *what: str) -> None:
+    with pytest.raises(CollectiveMismatchError) as info:
+        call()  # type: ignore[operator]
+    text = str(info.value)
+    assert "the sampled check (MPIFLOW_CHECK=sampled, the default) checked" in text
+    for w in what:
+        assert w in text, text
+
+
+@pytest.mark.mpi(min_size=2)
+def test_same_size_dtypes_in_all_reduce_are_caught_on_every_rank() -> None:
+    comm = fresh()
+    for _ in range(5):  # in step first
+        comm.all_reduce(numpy.ones(4, numpy.float32))
+    x = numpy.ones(4, numpy.float32 if RANK == 0 else numpy.int32)
+    raises_everywhere(lambda: comm.all_reduce(x), "rank 0: all_reduce(dtype=float32",
+                      "all_reduce(dtype=int32", "they differ in: dtype", "[call 6 on this group]")
+    y = numpy.ones(4, numpy.float32)
+    comm.all_reduce(y)  # the ranks are in step again
+    assert (y == SIZE).all()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_same_size_dtypes_in_all_to_all_single_are_caught_through_the_face() -> None:
+    group = dist.new_group(list(range(SIZE)))  # a new group: sampled by default, call 1
+    dtype = numpy.float32 if RANK == 0 else numpy.int32
+    out = flow.tensor(numpy.zeros(2 * SIZE, dtype))
+    raises_everywhere(lambda: dist.all_to_all_single(out, flow.tensor(numpy.ones(2 * SIZE,
+                                                                                 dtype)),
+                                                     group=group),
+                      "all_to_all(dtype=float32", "they differ in: dtype")
+
+
+@pytest.mark.mpi(min_size=2)
+def test_each_rank_naming_itself_the_root_is_caught() -> None:
+    comm = fresh()
+    x = numpy.full(3, float(RANK))
+    raises_everywhere(lambda: comm.broadcast(x, RANK), "they differ in: root",
+                      "rank 1: broadcast(dtype=float64, shape=(3,), root=1)")
+    assert (x == RANK).all()  # nothing was overwritten
+
+
+@pytest.mark.mpi(min_size=2)
+def test_sizes_that_differ_are_caught_before_mpi_aborts() -> None:
+    comm = fresh()
+    raises_everywhere(lambda: comm.all_reduce(numpy.ones(4 + RANK)), "they differ in: shape")
+    raises_everywhere(lambda: comm.all_gather(numpy.ones(2 + RANK), numpy.ones(SIZE * 3)),
+                      "all_gather")
+    raises_everywhere(lambda: comm.reduce_scatter(numpy.ones(SIZE * (1 + RANK)),
+                                                  numpy.ones(1 + RANK)), "reduce_scatter")
+
+
+@pytest.mark.mpi(min_size=2)
+def test_after_the_first_calls_only_the_scheduled_ones_are_checked() -> None:
+    comm = fresh()
+    x = numpy.ones(2, numpy.float32)
+    for _ in range(FIRST + 44):  # fast paths and general paths alike count
+        comm.all_reduce(x, ReduceOp.SUM)
+        comm.all_reduce(x, ReduceOp.MAX, async_op=True).wait()  # the general path
+    assert comm.check_due[0] == 1024 - 2 * (FIRST + 44)
+    checks = []
+    original = comm._exchange
+    comm._exchange = lambda row: checks.append(int(row[2])) or original(row)  # type: ignore
+    for _ in range(1024 - 2 * (FIRST + 44)):
+        comm.all_reduce(x)
+    assert checks == [1024]
+    assert comm.check_due[0] == 1024
+
+
+def test_the_bench_reports_the_overhead() -> None:
+    from mpiflow.bench.collective_check import format_result, measure_check_overhead
+
+    result = measure_check_overhead(8, iters=400, rounds=1)
+    assert result["goal"] == 0.03 and result["sampled_us"] > 0 and result["off_us"] > 0
+    assert "sampled overhead" in format_result(result)
+
+
+def test_the_issue_probes_fail_a_default_job_with_a_clear_error_on_every_rank() -> None:
+    from helpers import run_job
+
+    code = textwrap.dedent("""
+        import numpy, mpiflow as flow, mpiflow.distributed as dist
+        r = dist.get_rank()
+        dist.all_reduce(flow.tensor(numpy.ones(4, numpy.float32 if r == 0 else numpy.int32)))
+        print("unreachable")
+    """)
+    job = run_job(3, code, timeout=60)
+    assert job.returncode == 1, job.stderr
+    assert "unreachable" not in job.stdout
+    assert "] mpiflow.communication.debug.mode.CollectiveMismatchError: ranks called " \
+        "mismatched collectives on the world (ranks 0..2)" in job.stderr, job.stderr
+    assert "they differ in: dtype" in job.stderr
+    off = run_job(2, code, timeout=60, env={"MPIFLOW_CHECK": "off"})
+    assert off.returncode == 0 and off.stdout.count("unreachable") == 2  # the silent case
+
+
+
+def test_the_torch_backend_is_checked_by_default() -> None:
+    pytest.importorskip("torch")
+    from helpers import run_job
+
+    code = textwrap.dedent("""
+        import sys, torch, torch.distributed as dist
+        dist.init_process_group(backend="mpiflow")
+        r = dist.get_rank()
+        try:
+            dist.broadcast(torch.full((3,), float(r)), src=r)  # each rank its own root
+        except ValueError as exc:
+            sys.stdout.write(f"caught: {str(exc).splitlines()[0]}\\n")  # one write: one line
+            sys.stdout.flush()
+        dist.all_reduce(torch.ones(4, dtype=torch.float32 if r == 0 else torch.int32))
+    """)
+    job = run_job(2, code, timeout=90)
+    assert job.stdout.count("caught: ranks called mismatched collectives") == 2, job.stderr
+    assert job.returncode == 1
+    assert "they differ in: dtype" in job.stderr, job.stderr
+
+@pytest.mark.mpi(min_size=2)
+def test_new_group_called_on_some_ranks_only_is_named() -> None:
+    comm = fresh()
+    if RANK == 0:  # as dist.new_group([0]) on rank 0 only: a split of the world
+        raises_everywhere(lambda: comm.split([0]), "split", "they differ in: operation")
+    else:
+        raises_everywhere(lambda: comm.all_reduce(numpy.ones(2)), "rank 0: split",
+                          "all_reduce(dtype=float64")
+    x = numpy.ones(2)
+    comm.all_reduce(x)  # in step again
+    assert (x == SIZE).all()
