@@ -133,6 +133,8 @@ def _all_gather(step: AllGather, x: Any, ctx: _Context, comm: Communicator, xp: 
     d, shape = step.dim, ctx.new_shape
     send = _front(xp, x, d)
     recv = xp.empty((shape[d], *send.shape[1:]), dtype=x.dtype)
+    if recv.size == 0:  # nothing to gather (the global shape says so on every rank)
+        return _back(xp, recv, d)
     counts, even = _counts(balanced_sizes(shape[d], comm.size), math.prod(send.shape[1:]))
     if even:
         comm.all_gather(send, recv)
@@ -143,6 +145,8 @@ def _all_gather(step: AllGather, x: Any, ctx: _Context, comm: Communicator, xp: 
 
 def _all_reduce(step: AllReduce, x: Any, ctx: _Context, comm: Communicator, xp: Any) -> Any:
     out = _fresh(xp, x)
+    if out.size == 0:  # nothing to reduce (x's shape is the same on the line's ranks)
+        return out
     if deterministic.wanted(out, step.op):  # the reproducibility switch: exact partial sums
         deterministic.all_reduce(comm, out, step.op)
     else:
@@ -155,6 +159,8 @@ def _reduce_scatter(step: ReduceScatter, x: Any, ctx: _Context, comm: Communicat
     d = step.dim
     send = _front(xp, x, d)
     recv = xp.empty((ctx.new_shape[d], *send.shape[1:]), dtype=x.dtype)
+    if send.size == 0:  # nothing to reduce (x's shape is the global one on every rank)
+        return _back(xp, recv, d)
     counts, even = _counts(balanced_sizes(x.shape[d], comm.size), math.prod(send.shape[1:]))
     if deterministic.wanted(send, step.op):
         deterministic.reduce_scatter(comm, send, recv, step.op, None if even else counts)
@@ -184,7 +190,9 @@ def _all_to_all(step: AllToAll, x: Any, ctx: _Context, comm: Communicator, xp: A
         send[offset:offset + count].reshape(block.shape)[...] = block
         offset, start = offset + count, start + size
     recv = xp.empty((ctx.new_shape[i], j_sizes[me], *view.shape[2:]), dtype=x.dtype)
-    if len(set(i_sizes)) == 1 and len(set(j_sizes)) == 1:  # the same choice on every rank
+    if inner == 0 or x.shape[j] == 0 or ctx.new_shape[i] == 0:
+        pass  # an empty tensor: nothing moves (all three are the same on the line's ranks)
+    elif len(set(i_sizes)) == 1 and len(set(j_sizes)) == 1:  # the same choice on every rank
         comm.all_to_all(send, recv)
     else:
         comm.all_to_all_v(send, send_counts, recv, recv_counts)
