@@ -13,7 +13,7 @@ is the checklist for adding a collective.
 Examples:
     >>> entry = COLLECTIVES["all_gather"]
     >>> entry.fingerprint, entry.kinds
-    ('all_gather', ('mpi', 'debug', 'cuda_aware', 'staged', 'nccl', 'fast'))
+    ('all_gather', ('mpi', 'debug', 'sampled', 'cuda_aware', 'staged', 'nccl', 'fast'))
     >>> entry.distributed
     ('all_gather', 'all_gather_into_tensor')
 """
@@ -29,6 +29,7 @@ __all__ = ["COLLECTIVES", "DELEGATES", "KINDS", "NOT_COLLECTIVES", "Collective"]
 KINDS: dict[str, str] = {
     "mpi": "MPICommunicator",
     "debug": "DebugMPICommunicator",
+    "sampled": "SampledMPICommunicator",  # debug's checks on a schedule (MPIFLOW_CHECK)
     "cuda_aware": "CudaAwareCommunicator",
     "staged": "StagedCommunicator",
     "nccl": "NCCLCommunicator",
@@ -42,7 +43,7 @@ DELEGATES: dict[str, str] = {
     "DirectMPICommunicator": "mpi",  # CUDA-aware MPI's direct path: MPICommunicator on device
 }
 
-_COMMUNICATORS = ("mpi", "debug", "cuda_aware", "staged", "nccl")
+_COMMUNICATORS = ("mpi", "debug", "sampled", "cuda_aware", "staged", "nccl")
 _POINT_TO_POINT = ("mpi", "cuda_aware", "staged", "nccl")
 
 
