@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any
 
 import numpy
@@ -32,6 +30,7 @@ from ..communication.debug.sampled import SampledMPICommunicator
 from ..communication.mpi.communicator import MPICommunicator
 from ..communication.mpi.group import world_comm
 from ..core.reduce_op import ReduceOp
+from .metrics import time_per_call
 
 __all__ = ["GOALS", "format_result", "main", "measure_check_overhead"]
 
@@ -49,14 +48,6 @@ def _side(kind: str, comm: Any, buf: numpy.ndarray) -> tuple[Callable[[], Any], 
             general(buf, total)
 
     return call, made
-
-
-def _loop(call: Callable[[], Any], iters: int, comm: Any) -> float:
-    comm.Barrier()
-    start = time.perf_counter()
-    for _ in repeat(None, iters):
-        call()
-    return (time.perf_counter() - start) / iters
 
 
 def measure_check_overhead(nbytes: int = 8, iters: int = 100_000, rounds: int = 7
@@ -84,7 +75,7 @@ def measure_check_overhead(nbytes: int = 8, iters: int = 100_000, rounds: int = 
         for name in names[r % 3:] + names[:r % 3]:
             comm = world.Dup()
             call, _ = _side(name, comm, buf)
-            this[name] = timer.allreduce(_loop(call, iters, timer), op=MPI.MAX)
+            this[name] = timer.allreduce(time_per_call(call, iters, timer.Barrier), op=MPI.MAX)
             best[name] = min(best[name], this[name])
             comm.Free()
         ratios.append(this["sampled"] / this["off"])

@@ -9,8 +9,10 @@ with nccl-tests' bus factors, so that busbw is comparable across operations and 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "paired_ratio",
     "scatter_layout",
     "summarize",
+    "time_per_call",
     "whole_layout",
 ]
 
@@ -254,6 +257,28 @@ def summarize(op: str, rows: Sequence[Row], goals: Sequence[Goal] = GOALS) -> Su
     large = _worst([r for r in rows if r.size >= LARGE_BYTES])
     checks = tuple(GoalCheck(g, _worst([r for r in rows if g.applies(r.size)])) for g in goals)
     return Summary(op, small, large, checks)
+
+
+def time_per_call(call: Callable[[], Any], iters: int, barrier: Callable[[], Any]) -> float:
+    """Seconds per call of ``iters`` calls of ``call``, started together after ``barrier()``.
+
+    Args:
+        call: what is timed, with no arguments.
+        iters: how many calls.
+        barrier: lines the ranks up first (e.g. a communicator's ``Barrier``).
+
+    Returns:
+        The average seconds per call on this rank.
+
+    Example:
+        >>> time_per_call(lambda: None, 10, lambda: None) >= 0
+        True
+    """
+    barrier()
+    start = time.perf_counter()
+    for _ in repeat(None, iters):
+        call()
+    return (time.perf_counter() - start) / iters
 
 
 def paired_ratio(num: Sequence[float], den: Sequence[float]) -> float:

@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import repeat
 from typing import Any
 
 import numpy
@@ -28,19 +27,12 @@ from mpi4py import MPI
 from .. import distributed as dist
 from ..communication.mpi.group import world_comm
 from ..communication.watchdog import monitor as watchdog
+from .metrics import time_per_call
 
 __all__ = ["GOAL", "format_result", "main", "measure_watchdog_overhead"]
 
 GOAL = 0.05  # the most the watchdog may add to an 8-byte all_reduce on 2 ranks
 _SETTLE = 0.02  # seconds of pause before each timed batch
-
-
-def _batch(call: Callable[[], Any], iters: int, comm: Any) -> float:
-    comm.Barrier()
-    start = time.perf_counter()
-    for _ in repeat(None, iters):
-        call()
-    return (time.perf_counter() - start) / iters
 
 
 def measure_watchdog_overhead(nbytes: int = 8, iters: int = 20000, rounds: int = 15,
@@ -81,7 +73,7 @@ def measure_watchdog_overhead(nbytes: int = 8, iters: int = 20000, rounds: int =
             call, timeout = sides[name]
             if timeout is not None:
                 watchdog.set_timeout(timeout)
-            _batch(call, warmup, timer)
+            time_per_call(call, warmup, timer.Barrier)
         for r in range(rounds):
             this_round = {}
             for name in names[r % 3:] + names[:r % 3]:
@@ -91,8 +83,8 @@ def measure_watchdog_overhead(nbytes: int = 8, iters: int = 20000, rounds: int =
                 # Every side alike: a pause (a new thread's start stays out of the timing),
                 # then a few untimed calls (the pause must not slow the first timed ones).
                 time.sleep(_SETTLE)
-                _batch(call, max(1, iters // 10), timer)
-                this_round[name] = _batch(call, iters, timer)
+                time_per_call(call, max(1, iters // 10), timer.Barrier)
+                this_round[name] = time_per_call(call, iters, timer.Barrier)
                 best[name] = min(best[name], this_round[name])
             ratios.append(world_comm.mpi_comm.allreduce(this_round["on"], op=MPI.MAX)
                           / world_comm.mpi_comm.allreduce(this_round["off"], op=MPI.MAX))

@@ -249,7 +249,8 @@ def test_first_uses_after_finalize_raise_too():
             "    try:\n"
             "        eval(call)\n"
             "    except RuntimeError as exc:\n"
-            "        print('caught:', exc, flush=True)\n"
+            # one write per line: the two ranks' lines must not interleave mid-line
+            "        print(f'caught: {exc}', flush=True)\n"
             "dist.all_reduce(numpy.ones(2, numpy.int16))  # uncaught: a traceback, exit 1\n")
     job = run_job(2, code, timeout=60)
     assert job.stdout.count("caught: MPI is finalized") == 2 * len(calls), (job.stdout,

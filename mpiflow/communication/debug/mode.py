@@ -54,7 +54,7 @@ from ..watchdog.report import describe_group, ranks_text
 from ..watchdog.state import mark_call
 
 __all__ = ["FINGERPRINT_SPECS", "CollectiveMismatchError", "DebugMPICommunicator", "Fingerprint",
-           "enabled"]
+           "enabled", "name_method"]
 
 
 class CollectiveMismatchError(ValueError):
@@ -462,10 +462,33 @@ def _checked(name: str) -> Callable[..., Any]:
             out = DebugMPICommunicator(out.mpi_comm)  # a group of a checked group is checked
         return out
 
-    method.__code__ = method.__code__.replace(co_name=name)  # the watchdog names the frame
+    return name_method(method, name, "DebugMPICommunicator",
+                       f"``{name}``, after checking that every rank calls it alike.")
+
+
+def name_method(method: Callable[..., Any], name: str, owner: str,
+                doc: str) -> Callable[..., Any]:
+    """Give a generated collective method the collective's name, so the watchdog's report
+    (which reads the frame's code name) and tracebacks name the call.
+
+    Args:
+        method: the generated function.
+        name: the collective's name, e.g. ``"all_reduce"``.
+        owner: the class it is set on.
+        doc: its docstring.
+
+    Returns:
+        ``method``, renamed.
+
+    Example:
+        >>> def f(): pass
+        >>> name_method(f, "barrier", "C", "Barrier.").__qualname__
+        'C.barrier'
+    """
+    method.__code__ = method.__code__.replace(co_name=name)
     method.__name__ = name
-    method.__qualname__ = f"DebugMPICommunicator.{name}"
-    method.__doc__ = f"``{name}``, after checking that every rank calls it alike."
+    method.__qualname__ = f"{owner}.{name}"
+    method.__doc__ = doc
     return method
 
 

@@ -32,7 +32,7 @@ from mpi4py import MPI
 
 from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..watchdog.skew import skipped
-from .mode import FINGERPRINT_SPECS, DebugMPICommunicator, enabled
+from .mode import FINGERPRINT_SPECS, DebugMPICommunicator, enabled, name_method
 
 __all__ = ["FIRST", "MODES", "PERIOD", "SampledMPICommunicator", "check_mode", "next_checked"]
 
@@ -142,11 +142,8 @@ def _sampled(name: str) -> Callable[..., Any]:
             self._checking = False
             self._advance()
 
-    method.__code__ = method.__code__.replace(co_name=name)  # the watchdog names the frame
-    method.__name__ = name
-    method.__qualname__ = f"SampledMPICommunicator.{name}"
-    method.__doc__ = f"``{name}``, checked across ranks when the schedule says so."
-    return method
+    return name_method(method, name, "SampledMPICommunicator",
+                       f"``{name}``, checked across ranks when the schedule says so.")
 
 
 for _name in FINGERPRINT_SPECS:
