@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from mpi4py import MPI
@@ -16,8 +17,9 @@ from .communication.gpu.transport import (
     nccl_status,
 )
 from .communication.mpi.quirks import describe_quirks, library_quirks
+from .core.mpi_settings import job_launcher, library_family, mpi_settings
 
-__all__ = ["collect", "cuda_aware_mpi", "format_report"]
+__all__ = ["collect", "cuda_aware_mpi", "describe_settings", "format_report"]
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "single",
@@ -58,6 +60,20 @@ def _devices() -> str:
     return str(cuda.device_count()) if reason is None else f"none ({reason.split(': ', 1)[-1]})"
 
 
+def describe_settings(settings: dict[str, str]) -> str:
+    """The MPI settings of the environment as one line (``NAME=value, ...``).
+
+    Examples:
+        >>> describe_settings({"I_MPI_FABRICS": "shm:ofi", "FI_PROVIDER": "tcp"})
+        'I_MPI_FABRICS=shm:ofi, FI_PROVIDER=tcp'
+        >>> describe_settings({})
+        "none set (the library's defaults)"
+    """
+    if not settings:
+        return "none set (the library's defaults)"
+    return ", ".join(f"{name}={value}" for name, value in settings.items())
+
+
 def collect() -> dict[str, str]:
     """Return the report as ordered (label, value) pairs. Never communicates."""
     import mpi4py
@@ -69,6 +85,8 @@ def collect() -> dict[str, str]:
     version = MPI.Get_library_version().replace("\0", "").strip()
     library = " ".join(version.splitlines()[0].split())
     major, minor = MPI.Get_version()
+    family = library_family(version)
+    settings = mpi_settings(family, os.environ)
     return {
         "mpiflow": __version__,
         "python": sys.version.split()[0],
@@ -77,6 +95,8 @@ def collect() -> dict[str, str]:
         "MPI library": library,
         "MPI standard": f"{major}.{minor}",
         "thread level": _THREAD_LEVELS.get(MPI.Query_thread(), str(MPI.Query_thread())),
+        "launcher": job_launcher(os.environ, family),
+        "MPI settings": describe_settings(settings),
         "reductions unlike numpy": describe_quirks(library_quirks()),
         "world size": str(topo.size),
         "nodes": str(topo.node_size),

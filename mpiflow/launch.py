@@ -11,9 +11,14 @@ What it does:
    wheel's), ``mpiexec`` and ``mpirun`` on ``PATH``, whose family matches the library;
 2. identifies it from ``mpiexec --version`` (MPICH's Hydra, Intel MPI, Open MPI) and compares
    the family with ``MPI.Get_library_version()``, refusing a mismatch with an explanation;
-3. adds the flags the family needs: Open MPI is told to oversubscribe when ``-n`` exceeds the
-   cores here (MPICH needs nothing), ``--tag-output`` becomes ``-prepend-rank`` (Hydra) or
-   ``--tag-output``/``--output tag`` (Open MPI 4/5);
+3. adds the flags the family needs: ``--ppn``, ``--hosts`` and ``--hostfile`` in the family's
+   words (:func:`mpiflow.core.mpi_settings.placement_args`: Hydra ``-ppn/-hosts/-f``, Open MPI
+   ``--map-by ppr:N:node/--host/--hostfile``), hosts that all name this machine started
+   without ``ssh`` (Hydra ``-launcher fork``, Intel MPI ``-bootstrap fork``); Open MPI is told
+   to oversubscribe when ``-n`` exceeds the cores here and gets its root variables when run as
+   root, Intel MPI ``I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0`` with ``--ppn``;
+   ``--tag-output`` becomes ``-prepend-rank`` (Hydra) or ``--tag-output``/``--output tag``
+   (Open MPI 4/5);
 4. sets ``OMP_NUM_THREADS`` to ``max(1, cores // n)`` unless it is already set;
 5. runs the job in its own process group, forwards SIGINT/SIGTERM (and SIGHUP) to that group,
    stops it after ``--timeout`` seconds (exit status 124), and exits with the job's status.
@@ -25,6 +30,7 @@ Examples:
     $ python -m mpiflow.launch -n 4 --timeout 600 examples/heat2d.py --plot heat.png
     $ python -m mpiflow.launch -n 2 --tag-output -m mpiflow info
     $ python -m mpiflow.launch -n 8 --dry-run train.py     # print the command, run nothing
+    $ python -m mpiflow.launch -n 32 --ppn 16 --hostfile nodes.txt train.py
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,18 +49,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
+from .core.mpi_settings import (
+    all_local,
+    family_name,
+    library_family,
+    open_mpi_major,
+    placement_args,
+    placement_env,
+)
+
 __all__ = [
     "Launcher",
+    "Placement",
     "build_command",
     "find_launcher",
     "identify_launcher",
     "library_family",
     "main",
+    "mpi_library_version",
     "omp_threads",
     "usable_cores",
 ]
 
-FAMILIES = {"mpich": "MPICH (Hydra)", "intel": "Intel MPI (Hydra)", "openmpi": "Open MPI"}
 TIMEOUT_STATUS = 124
 USAGE_STATUS = 2
 GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when stopping a job
@@ -80,7 +97,7 @@ class Launcher:
 
     def describe(self) -> str:
         """A short description such as ``/usr/bin/mpiexec (Open MPI 4.1.5)``."""
-        what = FAMILIES.get(self.family, "an unrecognized launcher")
+        what = family_name(self.family)
         return f"{self.path} ({what}{' ' + self.version if self.version else ''})"
 
 
@@ -111,28 +128,6 @@ def identify_launcher(path: str, version_output: str) -> Launcher:
     if "HYDRA" in text or "MPICH" in text or "MVAPICH" in text:
         return Launcher(path, "mpich", _version_in(text, r"Version:\s*(\S+)"))
     return Launcher(path, "unknown", "")
-
-
-def library_family(library_version: str) -> str:
-    """The family of an MPI library from ``MPI.Get_library_version()``.
-
-    Args:
-        library_version: the library's version string.
-
-    Returns:
-        "openmpi", "intel", "mpich" (MPICH, MVAPICH, Cray MPICH) or "unknown".
-
-    Examples:
-        >>> library_family("MPICH Version:      5.0.2\\nMPICH Release date: ...")
-        'mpich'
-    """
-    if "Open MPI" in library_version:
-        return "openmpi"
-    if "Intel(R) MPI" in library_version:
-        return "intel"
-    if "MPICH" in library_version or "MVAPICH" in library_version:
-        return "mpich"
-    return "unknown"
 
 
 def compatible(launcher_family: str, library: str) -> bool:
@@ -170,13 +165,30 @@ def omp_threads(ranks: int, cores: int, environ: Mapping[str, str]) -> str | Non
     return str(max(1, cores // max(1, ranks)))
 
 
-def _major(version: str) -> int:
-    match = re.match(r"(\d+)", version)
-    return int(match.group(1)) if match else 0
+@dataclass(frozen=True)
+class Placement:
+    """Where the processes go: per node, on which hosts (all optional).
+
+    Attributes:
+        ppn: processes per node, or None for the library's default.
+        hosts: host names (``name`` or ``name:slots``).
+        hostfile: a host file, or None.
+        this_host: this machine's name (hosts that all name it run without ``ssh``).
+    """
+
+    ppn: int | None = None
+    hosts: tuple[str, ...] = ()
+    hostfile: str | None = None
+    this_host: str = ""
+
+    def on_this_machine(self) -> bool:
+        """Whether the job runs here alone (no hosts, or hosts that all name this machine)."""
+        return (not self.hosts and not self.hostfile) or (
+            not self.hostfile and all_local(self.hosts, self.this_host))
 
 
 def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cores: int,
-                  tag_output: bool = False, as_root: bool = False) -> list[str]:
+                  tag_output: bool = False, placement: Placement | None = None) -> list[str]:
     """The full command line that starts ``program`` on ``ranks`` processes.
 
     Args:
@@ -185,7 +197,7 @@ def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cor
         program: the command each process runs (``[python, script.py, args...]``).
         cores: the cores available here; Open MPI refuses ``ranks > cores`` unless told.
         tag_output: prefix every output line with the rank that wrote it.
-        as_root: the launcher runs as root (Open MPI refuses unless told).
+        placement: processes per node and hosts (:func:`placement_args` translates them).
 
     Returns:
         The argument list.
@@ -194,16 +206,20 @@ def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cor
         >>> hydra = Launcher("mpiexec", "mpich", "5.0.2")
         >>> build_command(hydra, 4, ["python", "x.py"], cores=2, tag_output=True)
         ['mpiexec', '-n', '4', '-prepend-rank', 'python', 'x.py']
+        >>> ompi = Launcher("mpirun", "openmpi", "5.0.11")
+        >>> build_command(ompi, 4, ["python", "x.py"], cores=2,
+        ...               placement=Placement(ppn=2, hosts=("localhost", "127.0.0.1")))[3:7]
+        ['--map-by', 'ppr:2:node:OVERSUBSCRIBE', '--host', 'localhost:2,127.0.0.1:2']
     """
+    where = placement or Placement()
+    here = where.on_this_machine()
     cmd = [launcher.path, "-n", str(ranks)]
-    if launcher.family == "openmpi":
-        new = _major(launcher.version) >= 5
-        if ranks > cores:
-            cmd += ["--map-by", ":OVERSUBSCRIBE"] if new else ["--oversubscribe"]
-        if tag_output:
-            cmd += ["--output", "tag"] if new else ["--tag-output"]
-        if as_root:
-            cmd.append("--allow-run-as-root")
+    cmd += placement_args(launcher.family, launcher.version, ranks=ranks, ppn=where.ppn,
+                          hosts=where.hosts, hostfile=where.hostfile,
+                          oversubscribe=here and ranks > cores,
+                          local_launch=here and bool(where.hosts))
+    if tag_output and launcher.family == "openmpi":
+        cmd += ["--output", "tag"] if open_mpi_major(launcher.version) >= 5 else ["--tag-output"]
     elif tag_output and launcher.family in ("mpich", "intel"):
         cmd.append("-prepend-rank")  # Hydra: MPICH, MVAPICH, Intel MPI
     return [*cmd, *program]
@@ -243,7 +259,7 @@ def candidate_paths(environ: Mapping[str, str], python: str) -> list[str]:
 
 
 def find_launcher(library_version: str, explicit: str | None, environ: Mapping[str, str],
-                  python: str = sys.executable) -> Launcher:
+                  python: str = sys.executable, family: str | None = None) -> Launcher:
     """The ``mpiexec`` to use for a library, or a :class:`LaunchError` that explains why not.
 
     Args:
@@ -251,11 +267,13 @@ def find_launcher(library_version: str, explicit: str | None, environ: Mapping[s
         explicit: a launcher the user named (``--mpiexec``/``$MPIEXEC``), or None.
         environ: the environment.
         python: the interpreter the job will run.
+        family: the launchers' family as the user says (``--family``), for a launcher whose
+            ``--version`` does not tell (a site's wrapper script); None: from ``--version``.
 
     Returns:
         The first candidate whose family matches the library (``explicit`` only, if given).
     """
-    family = library_family(library_version)
+    library_kind = library_family(library_version)
     library = " ".join(library_version.strip().splitlines()[0].split()) if library_version else "?"
     if explicit:
         path = shutil.which(explicit, path=environ.get("PATH", os.defpath)) or explicit
@@ -267,11 +285,14 @@ def find_launcher(library_version: str, explicit: str | None, environ: Mapping[s
     probed = []
     for candidate in candidates:  # probe one at a time: the first fit wins
         launcher = _probe(candidate)
-        if compatible(launcher.family, family):
+        if family is not None and launcher.family != family:
+            launcher = Launcher(launcher.path, family, "")
+        if compatible(launcher.family, library_kind):
             return launcher
         probed.append(launcher)
     kind = {"mpich": "MPICH family", "intel": "Intel MPI", "openmpi": "Open MPI"}
-    lines = [f'mpi4py loaded the MPI library "{library}" ({kind.get(family, family)}), but']
+    what = kind.get(library_kind, library_kind)
+    lines = [f'mpi4py loaded the MPI library "{library}" ({what}), but']
     if not probed:
         lines.append("no mpiexec was found (not next to this Python, not on PATH).")
     for launcher in probed:
@@ -299,7 +320,8 @@ def _program(args: argparse.Namespace, python: str) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m mpiflow.launch",
-        usage="python -m mpiflow.launch -n N [options] (script.py | -m module) [args ...]",
+        usage="python -m mpiflow.launch -n N [--ppn N] [--hosts H1,H2 | --hostfile FILE] "
+              "[options] (script.py | -m module) [args ...]",
         description="Run a Python program on N MPI processes with the mpiexec that matches "
                     "mpi4py's MPI library. Exit status: the job's, 124 after --timeout.")
     parser.add_argument("-n", "--np", dest="ranks", type=int, required=True, metavar="N",
@@ -310,6 +332,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="prefix each output line with the rank that wrote it")
     parser.add_argument("--mpiexec", default=None, metavar="PATH",
                         help="the launcher to use (default: $MPIEXEC, else found automatically)")
+    parser.add_argument("--family", default=None, choices=["mpich", "intel", "openmpi"],
+                        help="the launcher's MPI family, when its --version does not tell")
+    parser.add_argument("--ppn", type=int, default=None, metavar="N",
+                        help="processes per node (Hydra -ppn, Open MPI --map-by ppr:N:node)")
+    parser.add_argument("--hosts", default=None, metavar="H1,H2",
+                        help="comma-separated hosts, each optionally host:slots")
+    parser.add_argument("--hostfile", default=None, metavar="FILE",
+                        help="a host file: one host per line, repeated per slot (Hydra -f, "
+                             "Open MPI --hostfile)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and the environment changes, run nothing")
     parser.add_argument("-m", dest="module", default=None, metavar="MODULE",
@@ -324,7 +355,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     for the program, options included (``launch -n 2 x.py --plot a.png``)."""
     argv = list(argv)
     ours: list[str] = []
-    with_value = {"-n", "--np", "--timeout", "--mpiexec", "-m"}
+    with_value = {"-n", "--np", "--timeout", "--mpiexec", "-m", "--family", "--ppn", "--hosts",
+                  "--hostfile"}
     i = 0
     while i < len(argv):
         item = argv[i]
@@ -441,6 +473,20 @@ def run(cmd: list[str], env: dict[str, str], timeout: float | None) -> int:
             signal.signal(sig, handler)
 
 
+def placement_of(args: argparse.Namespace) -> Placement:
+    """The :class:`Placement` the options ask for, checked (a :class:`LaunchError` if not)."""
+    if args.ppn is not None and args.ppn < 1:
+        raise LaunchError(f"--ppn must be at least 1, got {args.ppn}")
+    hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
+    if args.hosts is not None and not hosts:
+        raise LaunchError("--hosts needs at least one host name")
+    if args.hostfile is not None and not os.path.isfile(args.hostfile):
+        raise LaunchError(f"no such host file: {args.hostfile}")
+    if hosts and args.hostfile:
+        raise LaunchError("give --hosts or --hostfile, not both")
+    return Placement(args.ppn, hosts, args.hostfile, socket.gethostname())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line entry point; returns the exit status.
 
@@ -454,29 +500,50 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise LaunchError(f"-n must be at least 1, got {args.ranks}")
         if args.timeout is not None and args.timeout <= 0:
             raise LaunchError(f"--timeout must be positive, got {args.timeout:g}")
+        placement = placement_of(args)
         program = _program(args, sys.executable)
-        from mpi4py import MPI
-
         explicit = args.mpiexec or os.environ.get("MPIEXEC") or None
-        launcher = find_launcher(MPI.Get_library_version(), explicit, os.environ)
+        launcher = find_launcher(mpi_library_version(), explicit, os.environ,
+                                 family=args.family)
     except LaunchError as error:
         print(f"mpiflow.launch: {error}", file=sys.stderr)
         return USAGE_STATUS
     cores = usable_cores()
     as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     cmd = build_command(launcher, args.ranks, program, cores=cores,
-                        tag_output=args.tag_output, as_root=as_root)
+                        tag_output=args.tag_output, placement=placement)
     env = dict(os.environ)
-    threads = omp_threads(args.ranks, cores, env)
+    per_node = args.ppn if args.ppn is not None else args.ranks
+    changes = placement_env(launcher.family, env, ppn=args.ppn, as_root=as_root)
+    # the ranks that share this machine's cores (on a cluster: one node's, as many as here)
+    threads = omp_threads(args.ranks if placement.on_this_machine() else per_node, cores, env)
     if threads is not None:
-        env["OMP_NUM_THREADS"] = threads
+        changes["OMP_NUM_THREADS"] = threads
+    env.update(changes)
     if args.dry_run:
-        if threads is not None:
-            print(f"OMP_NUM_THREADS={threads}")
+        for name, value in changes.items():
+            print(f"{name}={value}")
         print(" ".join(_quote(c) for c in cmd))
         return 0
     sys.stdout.flush()
     return run(cmd, env, args.timeout)
+
+
+def mpi_library_version() -> str:
+    """mpi4py's ``MPI.Get_library_version()``, without initializing MPI where it is not yet.
+
+    MPI allows the call before ``MPI_Init``; with ``mpi4py.rc.initialize`` off, importing
+    ``mpi4py.MPI`` loads the library without starting it (a process that imported ``mpiflow``
+    has started it already: the answer is the same).
+    """
+    import mpi4py
+
+    if "mpi4py.MPI" not in sys.modules:
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = False
+    from mpi4py import MPI
+
+    return MPI.Get_library_version().replace("\0", "")
 
 
 def _quote(word: str) -> str:

@@ -15,7 +15,7 @@ def test_report_names_everything_the_issue_asks_for() -> None:
     info = collect()
     for key in ("mpiflow", "mpi4py", "numpy", "MPI library", "MPI standard", "thread level",
                 "world size", "ranks on this node", "cupy", "nccl (cupy.cuda.nccl)",
-                "reductions unlike numpy",
+                "reductions unlike numpy", "launcher", "MPI settings",
                 "CUDA-aware MPI"):
         assert info[key], key
     text = format_report(info)
@@ -43,6 +43,11 @@ def test_info_prints_once_per_job() -> None:
     assert job.returncode == 0, job.stderr
     assert job.stdout.count("MPI standard") == 1  # printed by rank 0 only
     assert re.search(r"^world size +: 2$", job.stdout, re.M)
+    library = MPI.Get_library_version()
+    launcher = ("Open MPI / PRRTE mpirun" if "Open MPI" in library else
+                "Intel MPI Hydra mpiexec" if "Intel" in library else "MPICH Hydra mpiexec")
+    assert re.search(rf"^launcher +: {re.escape(launcher)}$", job.stdout, re.M), job.stdout
+    assert re.search(r"^MPI settings +: \S", job.stdout, re.M), job.stdout
 
 
 @pytest.mark.skipif(not MPI.Get_library_version().startswith("MPICH"),

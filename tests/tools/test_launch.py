@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -12,10 +13,12 @@ import time
 
 import pytest
 from helpers import MPIEXEC, job_env
+from mpi4py import MPI
 
 from mpiflow.launch import (
     Launcher,
     LaunchError,
+    Placement,
     build_command,
     compatible,
     find_launcher,
@@ -26,6 +29,9 @@ from mpiflow.launch import (
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The library these tests run on (the suite runs on MPICH, Open MPI and Intel MPI wheels).
+LIBRARY = MPI.Get_library_version()
+FAMILY = library_family(LIBRARY)
 
 HYDRA = """HYDRA build details:
     Version:                                 5.0.2
@@ -76,23 +82,43 @@ def test_compatible(launcher: str, library: str, ok: bool) -> None:
 PROGRAM = ["python", "x.py", "--flag"]
 
 
-@pytest.mark.parametrize(("launcher", "ranks", "cores", "tag", "root", "want"), [
-    (Launcher("mpiexec", "mpich", "5.0.2"), 8, 2, False, False, ["mpiexec", "-n", "8"]),
-    (Launcher("mpiexec", "mpich", "5.0.2"), 2, 8, True, True,
+SIMULATED = Placement(ppn=2, hosts=("localhost", "127.0.0.1"))
+CLUSTER = Placement(ppn=16, hosts=("n1", "n2"), this_host="login1")
+
+
+@pytest.mark.parametrize(("launcher", "ranks", "cores", "tag", "where", "want"), [
+    (Launcher("mpiexec", "mpich", "5.0.2"), 8, 2, False, None, ["mpiexec", "-n", "8"]),
+    (Launcher("mpiexec", "mpich", "5.0.2"), 2, 8, True, None,
      ["mpiexec", "-n", "2", "-prepend-rank"]),
-    (Launcher("mpiexec", "intel", "2021.10"), 4, 4, True, False,
+    (Launcher("mpiexec", "intel", "2021.10"), 4, 4, True, None,
      ["mpiexec", "-n", "4", "-prepend-rank"]),
-    (Launcher("mpirun", "openmpi", "4.1.5"), 4, 2, True, False,
+    (Launcher("mpirun", "openmpi", "4.1.5"), 4, 2, True, None,
      ["mpirun", "-n", "4", "--oversubscribe", "--tag-output"]),
-    (Launcher("mpirun", "openmpi", "4.1.5"), 2, 2, False, True,
-     ["mpirun", "-n", "2", "--allow-run-as-root"]),
-    (Launcher("mpirun", "openmpi", "5.0.3"), 4, 2, True, False,
+    (Launcher("mpirun", "openmpi", "4.1.5"), 2, 2, False, None, ["mpirun", "-n", "2"]),
+    (Launcher("mpirun", "openmpi", "5.0.3"), 4, 2, True, None,
      ["mpirun", "-n", "4", "--map-by", ":OVERSUBSCRIBE", "--output", "tag"]),
-    (Launcher("mpirun", "openmpi", "5.0.3"), 2, 16, False, False, ["mpirun", "-n", "2"]),
+    (Launcher("mpirun", "openmpi", "5.0.3"), 2, 16, False, None, ["mpirun", "-n", "2"]),
+    # a simulated 2-node job on this machine: no ssh, oversubscribed where cores are few
+    (Launcher("mpiexec", "mpich", "5.0.2"), 4, 2, False, SIMULATED,
+     ["mpiexec", "-n", "4", "-ppn", "2", "-hosts", "localhost,127.0.0.1", "-launcher", "fork"]),
+    (Launcher("mpiexec", "intel", "2021.18"), 4, 2, False, SIMULATED,
+     ["mpiexec", "-n", "4", "-ppn", "2", "-hosts", "localhost,127.0.0.1", "-bootstrap", "fork"]),
+    (Launcher("mpirun", "openmpi", "5.0.11"), 4, 2, False, SIMULATED,
+     ["mpirun", "-n", "4", "--map-by", "ppr:2:node:OVERSUBSCRIBE", "--host",
+      "localhost:2,127.0.0.1:2"]),
+    # two real nodes: the cores here say nothing about theirs, and ssh (or the batch system)
+    (Launcher("mpiexec", "mpich", "5.0.2"), 32, 2, False, CLUSTER,
+     ["mpiexec", "-n", "32", "-ppn", "16", "-hosts", "n1,n2"]),
+    (Launcher("mpirun", "openmpi", "4.1.5"), 32, 2, False, CLUSTER,
+     ["mpirun", "-n", "32", "--map-by", "ppr:16:node", "--host", "n1:16,n2:16"]),
+    (Launcher("mpirun", "openmpi", "5.0.11"), 8, 2, True, Placement(hostfile="nodes"),
+     ["mpirun", "-n", "8", "--hostfile", "nodes", "--output", "tag"]),
+    (Launcher("mpiexec", "intel", "2021.18"), 8, 2, False, Placement(ppn=4, hostfile="nodes"),
+     ["mpiexec", "-n", "8", "-ppn", "4", "-f", "nodes"]),
 ])
-def test_build_command(launcher: Launcher, ranks: int, cores: int, tag: bool, root: bool,
-                       want: list[str]) -> None:
-    got = build_command(launcher, ranks, PROGRAM, cores=cores, tag_output=tag, as_root=root)
+def test_build_command(launcher: Launcher, ranks: int, cores: int, tag: bool,
+                       where: Placement | None, want: list[str]) -> None:
+    got = build_command(launcher, ranks, PROGRAM, cores=cores, tag_output=tag, placement=where)
     assert got == [*want, *PROGRAM]
 
 
@@ -126,8 +152,8 @@ def fake_mpiexec(folder: pathlib.Path, output: str) -> str:
 
 
 def test_find_launcher_prefers_the_one_beside_python(tmp_path: pathlib.Path) -> None:
-    found = find_launcher(LIB_MPICH, None, {"PATH": ""}, python=sys.executable)
-    assert found.family == "mpich"
+    found = find_launcher(LIBRARY, None, {"PATH": ""}, python=sys.executable)
+    assert found.family == FAMILY
     assert found.path == os.path.abspath(MPIEXEC)
 
 
@@ -197,7 +223,8 @@ def test_timeout_stops_the_job_with_124(tmp_path: pathlib.Path) -> None:
 def test_a_module_and_tagged_output() -> None:
     done = launch("-n", "2", "--timeout", "60", "--tag-output", "-m", "mpiflow", "info")
     assert done.returncode == 0, done.stderr
-    assert any(line.startswith("[0]") and "MPI library" in line
+    tag = "[1,0]<stdout>:" if FAMILY == "openmpi" else "[0]"    # PRRTE's tag, Hydra's
+    assert any(line.startswith(tag) and "MPI library" in line
                for line in done.stdout.splitlines()), done.stdout
 
 
@@ -215,20 +242,79 @@ def test_omp_num_threads_and_arguments_reach_the_job(tmp_path: pathlib.Path) -> 
 def test_dry_run_prints_the_command() -> None:
     done = launch("-n", "3", "--dry-run", "examples/hello.py", "--x")
     assert done.returncode == 0, done.stderr
+    flags = ""
+    if FAMILY == "openmpi" and len(os.sched_getaffinity(0)) < 3:
+        flags = " --map-by :OVERSUBSCRIBE"
     assert done.stdout.strip().splitlines()[-1] == (
-        f"{os.path.abspath(MPIEXEC)} -n 3 {sys.executable} examples/hello.py --x")
+        f"{os.path.abspath(MPIEXEC)} -n 3{flags} {sys.executable} examples/hello.py --x")
+    if FAMILY == "openmpi" and os.geteuid() == 0:
+        assert "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" in done.stdout or (
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM" in os.environ)
 
 
 def test_refusals_exit_2(tmp_path: pathlib.Path) -> None:
-    foreign = fake_mpiexec(tmp_path, OPENMPI5)
+    foreign = fake_mpiexec(tmp_path, HYDRA if FAMILY == "openmpi" else OPENMPI5)
     done = launch("-n", "2", "--mpiexec", foreign, "examples/hello.py")
     assert done.returncode == 2
-    assert "belongs to another MPI" in done.stderr and "Open MPI 5.0.3" in done.stderr
+    assert "belongs to another MPI" in done.stderr
+    assert ("MPICH (Hydra) 5.0.2" if FAMILY == "openmpi" else "Open MPI 5.0.3") in done.stderr
     done = launch("-n", "2", "no/such/script.py")
     assert done.returncode == 2 and "no such script" in done.stderr
     done = launch("-n", "0", "examples/hello.py")
     assert done.returncode == 2
     assert launch("-n", "2").returncode == 2
+
+
+SIMULATED_FLAGS = {
+    "mpich": "-ppn 2 -hosts localhost,127.0.0.1 -launcher fork",
+    "intel": "-ppn 2 -hosts localhost,127.0.0.1 -bootstrap fork",
+    "openmpi": "--map-by ppr:2:node{over} --host localhost:2,127.0.0.1:2",
+}
+
+
+def test_dry_run_translates_ppn_and_hosts_for_the_library() -> None:
+    done = launch("-n", "4", "--ppn", "2", "--hosts", "localhost,127.0.0.1", "--dry-run",
+                  "examples/hello.py")
+    assert done.returncode == 0, done.stderr
+    over = ":OVERSUBSCRIBE" if len(os.sched_getaffinity(0)) < 4 else ""
+    flags = SIMULATED_FLAGS[FAMILY].format(over=over)
+    assert done.stdout.strip().splitlines()[-1] == (
+        f"{os.path.abspath(MPIEXEC)} -n 4 {flags} {sys.executable} examples/hello.py")
+    if FAMILY == "intel":
+        assert "I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0" in done.stdout
+
+
+def test_dry_run_passes_a_hostfile(tmp_path: pathlib.Path) -> None:
+    hostfile = tmp_path / "nodes"
+    hostfile.write_text("node1\nnode1\nnode2\nnode2\n")        # PBS's node file format
+    done = launch("-n", "4", "--hostfile", str(hostfile), "--dry-run", "examples/hello.py")
+    assert done.returncode == 0, done.stderr
+    option = "--hostfile" if FAMILY == "openmpi" else "-f"
+    assert f" {option} {hostfile} " in done.stdout
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--ppn", "0"], "--ppn must be at least 1"),
+    (["--hosts", ","], "--hosts needs at least one host"),
+    (["--hostfile", "no/such/file"], "no such host file"),
+    (["--hosts", "a", "--hostfile", "setup.cfg"], "not both"),
+])
+def test_bad_placements_are_refused(options: list[str], message: str) -> None:
+    done = launch("-n", "2", *options, "examples/hello.py")
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(FAMILY == "openmpi", reason="PRRTE takes localhost and 127.0.0.1 for one "
+                    "node (docs/hpc.md, 'Several nodes on one machine')")
+def test_a_simulated_two_node_job_through_the_launcher() -> None:
+    """The documented command: 4 ranks, 2 per node, on two names of this machine."""
+    done = launch("-n", "4", "--ppn", "2", "--hosts", "localhost,127.0.0.1", "--timeout", "100",
+                  "-m", "mpiflow", "info")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^nodes +: 2$", done.stdout, re.M), done.stdout
+    assert re.search(r"^ranks on this node +: 2$", done.stdout, re.M), done.stdout
+    launcher = {"mpich": "MPICH Hydra mpiexec", "intel": "Intel MPI Hydra mpiexec"}[FAMILY]
+    assert re.search(rf"^launcher +: {launcher}", done.stdout, re.M), done.stdout
 
 
 def test_ctrl_c_is_forwarded_and_the_job_ends(tmp_path: pathlib.Path) -> None:
@@ -250,7 +336,8 @@ def test_ctrl_c_is_forwarded_and_the_job_ends(tmp_path: pathlib.Path) -> None:
             proc.kill()
             proc.wait()
     assert code not in (0, 124)
-    assert "KeyboardInterrupt" in (proc.stderr.read() if proc.stderr else "")
+    if FAMILY != "openmpi":  # Hydra forwards SIGINT to the ranks; PRRTE terminates them
+        assert "KeyboardInterrupt" in (proc.stderr.read() if proc.stderr else "")
 
 
 # -- batch job templates ---------------------------------------------------------------------------
