@@ -82,7 +82,7 @@ def set_torchrun_env() -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-    os.environ.update(module.torchrun_env(os.environ))
+    module.apply_torchrun_env(os.environ)
 
 
 def autoload() -> None:

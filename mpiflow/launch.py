@@ -19,7 +19,9 @@ What it does:
    root, Intel MPI ``I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0`` with ``--ppn``;
    ``--tag-output`` becomes ``-prepend-rank`` (Hydra) or ``--tag-output``/``--output tag``
    (Open MPI 4/5);
-4. sets ``OMP_NUM_THREADS`` to ``max(1, cores // n)`` unless it is already set;
+4. sets ``OMP_NUM_THREADS`` to ``max(1, cores // n)`` unless it is already set, and leaves
+   out torchrun's variables that mpiflow set in this process (when it runs inside a job):
+   the ranks get theirs from their own launcher, as under a plain ``mpiexec``;
 5. runs the job in its own process group, forwards SIGINT/SIGTERM (and SIGHUP) to that group,
    stops it after ``--timeout`` seconds (exit status 124), and exits with the job's status.
 
@@ -49,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
+from .core.launcher_env import fresh_job_env
 from .core.mpi_settings import (
     all_local,
     family_name,
@@ -512,7 +515,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     cmd = build_command(launcher, args.ranks, program, cores=cores,
                         tag_output=args.tag_output, placement=placement)
-    env = dict(os.environ)
+    # A new launch: its ranks take torchrun's RANK, LOCAL_RANK... from their own launcher
+    # (the backend's hook, import mpiflow), not from the job this may run inside.
+    env = fresh_job_env(os.environ)
     per_node = args.ppn if args.ppn is not None else args.ranks
     changes = placement_env(launcher.family, env, ppn=args.ppn, as_root=as_root)
     # the ranks that share this machine's cores (on a cluster: one node's, as many as here)

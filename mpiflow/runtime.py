@@ -22,18 +22,18 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn
 
 from mpi4py import MPI
 
-from .core.launcher_env import LauncherValues, launcher_values, torchrun_env
+from .core.launcher_env import LauncherValues, apply_torchrun_env, launcher_values
 from .layouts import placement
 
 __all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description", "exit_status",
-           "install_abort_handler", "on_os_exit", "topology", "world"]
+           "install_abort_handler", "on_os_exit", "topology", "torchrun_message", "world"]
 
 # Environment variables through which launchers announce the job size, by launcher.
 _LAUNCHER_SIZE_VARS = (
@@ -108,9 +108,36 @@ def mismatch_message(announced: int, who: str) -> str:
     return "\n".join(lines)
 
 
+def torchrun_message(environ: Mapping[str, str]) -> str | None:
+    """The error for a process that torchrun started as one of several, or ``None``.
+
+    torchrun starts its processes without MPI: each one is rank 0 of a world of one, so an
+    mpiflow job would silently run as that many separate jobs.
+
+    >>> print(torchrun_message({"TORCHELASTIC_RUN_ID": "x", "WORLD_SIZE": "4"}).splitlines()[0])
+    mpiflow: this process was started by torchrun (WORLD_SIZE=4), which does not start MPI:
+    """
+    size = environ.get("WORLD_SIZE", "")
+    if not environ.get("TORCHELASTIC_RUN_ID") or not size.isdigit() or int(size) < 2:
+        return None
+    return "\n".join([
+        f"mpiflow: this process was started by torchrun (WORLD_SIZE={size}), which does not "
+        "start MPI:",
+        f"each of its {size} processes would be rank 0 of a job of its own. Start the program "
+        "with an MPI launcher",
+        f"instead of torchrun: `mpiexec -n {size} python PROGRAM.py` (or `srun -n {size} ...`, "
+        f"or `python -m mpiflow.launch -n {size} PROGRAM.py`).",
+        "RANK, LOCAL_RANK, WORLD_SIZE... are set from the MPI launcher's variables, so "
+        "programs written for torchrun run unchanged.",
+    ])
+
+
 def _check_launcher(comm: MPI.Comm) -> None:
     if comm.Get_size() != 1 or os.environ.get("MPIFLOW_IGNORE_LAUNCHER", "") not in ("", "0"):
         return
+    message = torchrun_message(os.environ)
+    if message is not None:
+        raise LauncherMismatchError(message)
     announced, who = launcher_size()
     if announced > 1:
         raise LauncherMismatchError(mismatch_message(announced, who))
@@ -300,9 +327,9 @@ _world_rank = world.Get_rank()  # for a traceback after MPI_Finalize, when none 
 _check_launcher(world)
 topology: Topology = _discover_topology(world)
 placement.set_world_size(topology.size)
-if topology.size > 1 or launcher_values(os.environ) is not None:
-    # torchrun's RANK, LOCAL_RANK, ... for programs that read them, from MPI's own view
-    # (never replacing a user's). A plain `python x.py` is left alone.
-    os.environ.update(torchrun_env(os.environ, LauncherValues(
-        "MPI", topology.rank, topology.size, topology.local_rank, topology.local_size,
-        topology.node_rank)))
+# torchrun's RANK, LOCAL_RANK, ... for programs that read them, from MPI's own view (never
+# replacing a user's). A plain `python x.py` gets none, and loses those a parent job set.
+apply_torchrun_env(os.environ, LauncherValues(
+    "MPI", topology.rank, topology.size, topology.local_rank, topology.local_size,
+    topology.node_rank) if topology.size > 1 or launcher_values(os.environ) is not None
+    else None)

@@ -16,11 +16,13 @@ them with its own launcher's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, MutableMapping
 from typing import NamedTuple
 
 __all__ = ["LAUNCHERS", "LauncherVars", "LauncherValues", "MARKER", "TORCHRUN_NAMES",
-           "launcher_values", "slurm_tasks_on_node", "torchrun_env"]
+           "apply_torchrun_env", "fresh_job_env", "launcher_values", "slurm_tasks_on_node",
+           "torchrun_env"]
 
 MARKER = "MPIFLOW_LAUNCHER_ENV"
 TORCHRUN_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
@@ -212,3 +214,64 @@ def torchrun_env(environ: Mapping[str, str],
     updates[MARKER] = ",".join(f"{name}={mine[name]}" for name in TORCHRUN_NAMES
                                if name in mine)
     return updates
+
+
+def fresh_job_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``environ`` for a new job started from this process: without the torchrun
+    variables that :func:`torchrun_env` set here (the marker lists them), nor the marker.
+
+    A new launch (a nested ``mpiexec``, ``python -m mpiflow.launch`` run from a rank, a test
+    starting its own job) must get its ranks from its own launcher, not inherit this job's.
+    Values a user set (not in the marker, or changed since) are kept.
+
+    >>> env = fresh_job_env({"RANK": "1", "LOCAL_RANK": "7", "PATH": "/bin",
+    ...                      "MPIFLOW_LAUNCHER_ENV": "RANK=1,LOCAL_RANK=1"})
+    >>> sorted(env.items())
+    [('LOCAL_RANK', '7'), ('PATH', '/bin')]
+    """
+    inherited = _inherited(environ)
+    return {k: v for k, v in environ.items()
+            if k != MARKER and not (k in inherited and inherited[k] == v)}
+
+
+def apply_torchrun_env(environ: MutableMapping[str, str], known: LauncherValues | None = None,
+                       pid: int | None = None) -> None:
+    """Set torchrun's variables in ``environ`` as :func:`torchrun_env` says, and remove those
+    another process set (the marker names them and its ``PID``) that this launch does not set.
+
+    A process started from a rank of another job inherits that job's ``RANK``,
+    ``GROUP_RANK``...; where its own launcher says nothing of one (or there is no launcher:
+    a plain subprocess), the inherited value would be wrong, so it goes. Values this process
+    set itself (the hook at ``import torch``, then ``import mpiflow``) are kept.
+
+    Args:
+        environ: the environment to change (``os.environ``).
+        known: as for :func:`torchrun_env`.
+        pid: this process's id (``os.getpid()`` when ``None``).
+
+    >>> env = {"PMI_RANK": "0", "PMI_SIZE": "2", "GROUP_RANK": "1",
+    ...        "MPIFLOW_LAUNCHER_ENV": "GROUP_RANK=1,PID=1"}
+    >>> apply_torchrun_env(env, pid=2)
+    >>> env["RANK"], "GROUP_RANK" in env, env["MPIFLOW_LAUNCHER_ENV"]
+    ('0', False, 'RANK=0,WORLD_SIZE=2,PID=2')
+    """
+    if environ.get("TORCHELASTIC_RUN_ID"):
+        return
+    me = str(os.getpid() if pid is None else pid)
+    updates = torchrun_env(environ, known)
+    marker = environ.get(MARKER, "")
+    setter = next((item[4:] for item in marker.split(",") if item.startswith("PID=")), None)
+    if marker and setter != me:  # another process's values: those not set again go
+        for name, value in _inherited(environ).items():
+            if name not in updates and environ.get(name) == value:
+                del environ[name]
+        names = [item for item in updates.get(MARKER, "").split(",")
+                 if item.partition("=")[0] in updates]
+        if MARKER in updates:
+            updates[MARKER] = ",".join(names)
+        else:
+            environ.pop(MARKER, None)
+    environ.update(updates)
+    if MARKER in environ:
+        items = [item for item in environ[MARKER].split(",") if not item.startswith("PID=")]
+        environ[MARKER] = ",".join([*items, f"PID={me}"])

@@ -99,3 +99,43 @@ def test_inconsistent_or_malformed_values_are_not_guessed() -> None:
 ])
 def test_slurm_tasks_per_node(spec: str, node: int, tasks: int | None) -> None:
     assert slurm_tasks_on_node(spec, node) == tasks
+
+
+def test_a_launch_drops_the_values_another_process_set_and_keeps_its_own() -> None:
+    from mpiflow.core.launcher_env import apply_torchrun_env
+
+    # Rank 1 of a 2-node job (GROUP_RANK=1, set by mpiflow in process 100) starts a
+    # one-node mpiexec -n 2: Hydra says nothing of the node, so GROUP_RANK=1 must go.
+    parent = {"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "1"}
+    apply_torchrun_env(parent, pid=100)
+    parent["GROUP_RANK"] = "1"
+    parent[MARKER] = parent[MARKER].replace("PID=100", "GROUP_RANK=1,PID=100")
+    child = {**parent, "PMI_RANK": "0"}
+    del child["MPI_LOCALNRANKS"]  # and it says nothing of the node's size either
+    apply_torchrun_env(child, pid=200)
+    assert (child["RANK"], child["WORLD_SIZE"], child["LOCAL_RANK"]) == ("0", "2", "0")
+    assert "GROUP_RANK" not in child and "LOCAL_WORLD_SIZE" not in child
+    assert child[MARKER].endswith(",PID=200") and "GROUP_RANK" not in child[MARKER]
+    # The same process again (the hook, then import mpiflow): what it set itself stays.
+    child["GROUP_RANK"] = "0"
+    child[MARKER] = child[MARKER].replace("PID=200", "GROUP_RANK=0,PID=200")
+    apply_torchrun_env(child, pid=200)
+    assert child["GROUP_RANK"] == "0"
+    # A plain subprocess of a rank (no launcher at all) keeps none of them...
+    plain = {k: v for k, v in child.items() if not k.startswith(("PMI_", "MPI_"))}
+    apply_torchrun_env(plain, pid=300)
+    assert not {"RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", MARKER} & set(plain)
+    # ...but a value a user changed since is the user's.
+    plain = {**{k: v for k, v in child.items() if not k.startswith(("PMI_", "MPI_"))},
+             "RANK": "7"}
+    apply_torchrun_env(plain, pid=300)
+    assert plain["RANK"] == "7" and "WORLD_SIZE" not in plain
+
+
+def test_a_fresh_job_env_has_none_of_the_recorded_values() -> None:
+    from mpiflow.core.launcher_env import fresh_job_env
+
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "3", "PATH": "/bin",
+           MARKER: "RANK=1,WORLD_SIZE=2,LOCAL_RANK=1,PID=5"}
+    assert fresh_job_env(env) == {"LOCAL_RANK": "3", "PATH": "/bin"}
+    assert fresh_job_env({"RANK": "1"}) == {"RANK": "1"}  # a user's own

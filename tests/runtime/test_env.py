@@ -137,3 +137,17 @@ def test_env_is_correct_under_mpiexec_and_as_plain_python() -> None:
     assert job.returncode == 0, job.stderr
     rows = sorted(line.split() for line in job.stdout.strip().splitlines())
     assert rows == [[str(r), "3", str(r), "3", "0", "1"] for r in range(3)]
+
+
+def test_a_program_started_by_torchrun_is_told_to_use_an_mpi_launcher() -> None:
+    """torchrun starts processes without MPI: each would be a job of one. It is refused,
+    naming torchrun and the command to use instead."""
+    torchrun = os.path.join(os.path.dirname(MPIEXEC), "torchrun")
+    if not os.path.exists(torchrun):
+        pytest.skip("torch (torchrun) is not installed")
+    job = run_job(1, "import mpiflow\nprint('started')", timeout=90,
+                  launcher=[torchrun, "--standalone", "--nproc-per-node", "2", "--no-python"])
+    assert job.returncode != 0
+    assert "started" not in job.stdout
+    assert "started by torchrun (WORLD_SIZE=2)" in job.stderr, job.stderr[-2000:]
+    assert "mpiexec -n 2 python PROGRAM.py" in job.stderr

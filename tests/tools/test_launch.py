@@ -365,3 +365,17 @@ def test_template_is_valid_bash_and_documented(path: pathlib.Path) -> None:
     assert directives and max(directives) < first_command, "directives must come first"
     assert "set -euo pipefail" in lines
     assert path.name in (ROOT / "docs" / "hpc.md").read_text()
+
+
+def test_a_launch_inside_a_job_does_not_pass_on_its_torchrun_variables(
+        tmp_path: pathlib.Path) -> None:
+    """Run from rank 1 of a 2-node job, whose RANK... mpiflow set (the marker names them and
+    the process that set them): the new job's ranks get their own, none of the outer job's."""
+    show = script(tmp_path, "import os\nbefore = os.environ.get('GROUP_RANK')\n"
+                            "import mpiflow\nprint(before, os.environ.get('RANK'),"
+                            " os.environ.get('GROUP_RANK'), os.environ.get('WORLD_SIZE'))\n")
+    outer = {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "GROUP_RANK": "1",
+             "MPIFLOW_LAUNCHER_ENV": "RANK=1,WORLD_SIZE=4,LOCAL_RANK=1,GROUP_RANK=1,PID=1"}
+    done = launch("-n", "2", "--timeout", "60", show, env=outer)
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split("\n")[:2]) == ["None 0 0 2", "None 1 0 2"], done.stdout
