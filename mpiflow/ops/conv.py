@@ -123,13 +123,18 @@ def _input_grad_kernel(ctx: Context, g: Any, w: Any, *, size: Pair, stride: Pair
     g, w = g.astype(ctx.out_dtype, copy=False), w.astype(ctx.out_dtype, copy=False)
     n, c, h, wd = ctx.out_shape
     o, oh, ow = g.shape[1], g.shape[2], g.shape[3]
-    kh, kw = w.shape[2], w.shape[3]
-    w3 = w.reshape(groups, o // groups, c // groups * kh * kw)
-    cols = xp.matmul(w3.transpose(0, 2, 1), g.reshape(n, groups, o // groups, oh * ow))
+    cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    # one GEMM per group over the whole batch, its rows ordered (KH, KW, C/G): each kernel
+    # offset's columns are then one contiguous block for col2im
+    wt = xp.ascontiguousarray(w.reshape(groups, o // groups, cg, kh, kw)
+                              .transpose(0, 3, 4, 2, 1)).reshape(groups, kh * kw * cg, o // groups)
+    gt = xp.ascontiguousarray(g.reshape(n, groups, o // groups, oh * ow).transpose(1, 2, 0, 3))
+    cols = xp.matmul(wt, gt.reshape(groups, o // groups, n * oh * ow))
+    cols = cols.reshape(groups, kh, kw, cg, n, oh, ow).transpose(1, 2, 0, 3, 4, 5, 6)
     t, b, left, r = padding
-    padded = col2im(xp, cols.reshape(n, c, kh, kw, oh, ow), (h + t + b, wd + left + r), stride,
+    padded = col2im(xp, cols.reshape(kh, kw, c, n, oh, ow), (h + t + b, wd + left + r), stride,
                     dilation)
-    return xp.ascontiguousarray(padded[:, :, t:t + h, left:left + wd])
+    return xp.ascontiguousarray(padded[:, :, t:t + h, left:left + wd].transpose(1, 0, 2, 3))
 
 
 def _weight_grad_shape(g: Shape, x: Shape, *, kernel: Pair, groups: int, **_: Any) -> Shape:

@@ -101,13 +101,19 @@ def offset_view(padded: Any, i: int, j: int, stride: Pair, dilation: Pair, out_h
 
 
 def col2im(xp: Any, cols: Any, padded_hw: Pair, stride: Pair, dilation: Pair) -> Any:
-    """The adjoint of :func:`windows`: columns ``(N, C, KH, KW, OH, OW)`` added into a zero
-    padded input ``(N, C, *padded_hw)`` at the positions they were read from (one strided add
-    per kernel offset)."""
-    n, c, kh, kw, oh, ow = cols.shape
-    out = xp.zeros((n, c, *padded_hw), dtype=cols.dtype)
+    """The adjoint of :func:`windows`: columns ``(KH, KW, A, B, OH, OW)`` added into a zero
+    padded input ``(A, B, *padded_hw)`` at the positions they were read from (one strided add
+    per kernel offset, each reading a contiguous block).
+
+    Examples:
+        >>> import numpy
+        >>> col2im(numpy, numpy.ones((2, 1, 1, 1, 1, 2)), (1, 3), (1, 1), (1, 1)).tolist()
+        [[[[1.0, 2.0, 1.0]]]]
+    """
+    kh, kw, a, b, oh, ow = cols.shape
+    out = xp.zeros((a, b, *padded_hw), dtype=cols.dtype)
     for i in range(kh):
         for j in range(kw):
             view = offset_view(out, i, j, stride, dilation, (oh, ow))
-            view += cols[:, :, i, j]
+            view += cols[i, j]
     return out
