@@ -36,7 +36,7 @@ from .engine import B, Context, OpDef, Signature, apply
 from .reduction import sum as reduce_sum
 from .reduction_rules import check_floating
 from .shape import squeeze, unsqueeze
-from .window import Pads, Pair, col2im, out_size, pad2d, pair, same_padding, windows
+from .window import Pads, Pair, col2im, out_size, pad2d, pads, pair, same_padding, windows
 
 __all__ = ["conv2d"]
 
@@ -184,10 +184,7 @@ def _padding(padding: str | int | Sequence[int], kernel: Pair, stride: Pair,
             return same_padding(kernel, dilation)
         raise ValueError(f"Invalid padding string {padding!r}, should be one of "
                          "('valid', 'same')")
-    ph, pw = pair(padding, "padding")
-    if ph < 0 or pw < 0:
-        raise ValueError(f"negative padding is not supported, got {(ph, pw)}")
-    return ph, ph, pw, pw
+    return pads(padding)
 
 
 def _check(input: Tensor, weight: Tensor, bias: Tensor | None, groups: int) -> None:
@@ -222,7 +219,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
         bias: ``(O,)`` or None.
         stride: an int or ``(sh, sw)``.
         padding: an int, ``(ph, pw)``, ``"valid"`` (none) or ``"same"`` (output as large as
-            the input; stride 1 only; an odd total puts the extra row and column at the end).
+            the input; stride 1 only; an odd total puts the extra row and column at the end);
+            also ``(top, bottom, left, right)``.
         dilation: an int or ``(dh, dw)``.
         groups: split the channels into this many independent groups.
 

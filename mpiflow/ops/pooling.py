@@ -31,7 +31,7 @@ from ..tensors.tensor import Tensor
 from .engine import Context, OpDef, Signature, apply
 from .reduction_rules import check_floating
 from .shape import squeeze, unsqueeze
-from .window import Pads, Pair, offset_view, out_size, pad2d, pair
+from .window import Pads, Pair, offset_view, out_size, pad2d, pads, pair
 
 __all__ = ["avg_pool2d", "max_pool2d"]
 
@@ -39,26 +39,27 @@ Shape = tuple[int, ...]
 P = Partial()
 
 
-def _out_hw(hw: Shape, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair,
+def _out_hw(hw: Shape, kernel: Pair, stride: Pair, padding: Pads, dilation: Pair,
             ceil_mode: bool) -> Pair:
-    return tuple(out_size(hw[k], kernel[k], stride=stride[k], pad=(padding[k], padding[k]),  # type: ignore[return-value]
-                          dilation=dilation[k], ceil_mode=ceil_mode) for k in range(2))
+    return tuple(out_size(hw[k], kernel[k], stride=stride[k],  # type: ignore[return-value]
+                          pad=(padding[2 * k], padding[2 * k + 1]), dilation=dilation[k],
+                          ceil_mode=ceil_mode) for k in range(2))
 
 
-def _pads(hw: Shape, out_hw: Pair, kernel: Pair, stride: Pair, padding: Pair,
+def _pads(hw: Shape, out_hw: Pair, kernel: Pair, stride: Pair, padding: Pads,
           dilation: Pair) -> Pads:
     """The padding that makes every window whole: ``padding`` before, and after as much as the
     last window needs (more than ``padding`` in ceil mode)."""
-    after = [max(padding[k], (out_hw[k] - 1) * stride[k] + dilation[k] * (kernel[k] - 1) + 1
-                 - hw[k] - padding[k]) for k in range(2)]
-    return padding[0], after[0], padding[1], after[1]
+    after = [max(padding[2 * k + 1], (out_hw[k] - 1) * stride[k] + dilation[k] * (kernel[k] - 1)
+                 + 1 - hw[k] - padding[2 * k]) for k in range(2)]
+    return padding[0], after[0], padding[2], after[1]
 
 
 def _lowest(dtype: numpy.dtype) -> Any:
     return -numpy.inf if dtype.kind == "f" else numpy.iinfo(dtype).min
 
 
-def _spatial_shape(x: Shape, *, kernel: Pair, stride: Pair, padding: Pair,
+def _spatial_shape(x: Shape, *, kernel: Pair, stride: Pair, padding: Pads,
                    dilation: Pair = (1, 1), ceil_mode: bool, **_: Any) -> Shape:
     return (*x[:2], *_out_hw(x[2:], kernel, stride, padding, dilation, ceil_mode))
 
@@ -76,13 +77,13 @@ def _avg_layouts(x: Shape, **_: Any) -> list[Signature]:
 
 
 # -- max ---------------------------------------------------------------------------------------
-def _max_setup(xp: Any, x: Any, out_hw: Pair, kernel: Pair, stride: Pair, padding: Pair,
+def _max_setup(xp: Any, x: Any, out_hw: Pair, kernel: Pair, stride: Pair, padding: Pads,
                dilation: Pair) -> Any:
     pads = _pads(x.shape[2:], out_hw, kernel, stride, padding, dilation)
     return pad2d(xp, x, pads, _lowest(x.dtype))
 
 
-def _max_kernel(ctx: Context, x: Any, *, kernel: Pair, stride: Pair, padding: Pair,
+def _max_kernel(ctx: Context, x: Any, *, kernel: Pair, stride: Pair, padding: Pads,
                 dilation: Pair, ceil_mode: bool) -> Any:
     out_hw = (ctx.out_shape[2], ctx.out_shape[3])
     padded = _max_setup(ctx.xp, x, out_hw, kernel, stride, padding, dilation)
@@ -104,7 +105,7 @@ def _max_grad(g: Tensor, operands: Any, out: Tensor, **attrs: Any) -> tuple[Tens
 
 
 def _max_grad_kernel(ctx: Context, g: Any, x: Any, *, kernel: Pair, stride: Pair,
-                     padding: Pair, dilation: Pair, ceil_mode: bool) -> Any:
+                     padding: Pads, dilation: Pair, ceil_mode: bool) -> Any:
     xp = ctx.xp
     out_hw = g.shape[2:]
     g = g.astype(ctx.out_dtype, copy=False)
@@ -121,7 +122,7 @@ def _max_grad_kernel(ctx: Context, g: Any, x: Any, *, kernel: Pair, stride: Pair
             target = offset_view(grad, i, j, stride, dilation, out_hw)
             target += xp.where(hit, g, 0)
     h, w = x.shape[2:]
-    return xp.ascontiguousarray(grad[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w])
+    return xp.ascontiguousarray(grad[:, :, padding[0]:padding[0] + h, padding[2]:padding[2] + w])
 
 
 MAX_POOL2D = OpDef("max_pool2d", _max_kernel, _spatial_shape, _pool_layouts, grad=_max_grad)
@@ -130,7 +131,7 @@ MAX_POOL2D_GRAD = OpDef("max_pool2d_grad", _max_grad_kernel,
 
 
 # -- average -----------------------------------------------------------------------------------
-def _divisor(xp: Any, hw: Shape, out_hw: Pair, kernel: Pair, stride: Pair, padding: Pair,
+def _divisor(xp: Any, hw: Shape, out_hw: Pair, kernel: Pair, stride: Pair, padding: Pads,
              count_include_pad: bool, divisor_override: int, dtype: numpy.dtype) -> Any:
     """Each output's divisor ``(OH, OW)``: the window's size within the padded input (or
     within the input, without ``count_include_pad``), as PyTorch counts it."""
@@ -138,15 +139,15 @@ def _divisor(xp: Any, hw: Shape, out_hw: Pair, kernel: Pair, stride: Pair, paddi
         return xp.asarray(float(divisor_override), dtype=dtype)
     counts = []
     for k in range(2):
-        start = numpy.arange(out_hw[k]) * stride[k] - padding[k]
-        end = numpy.minimum(start + kernel[k], hw[k] + padding[k])
+        start = numpy.arange(out_hw[k]) * stride[k] - padding[2 * k]
+        end = numpy.minimum(start + kernel[k], hw[k] + padding[2 * k + 1])
         if not count_include_pad:
             start, end = numpy.maximum(start, 0), numpy.minimum(end, hw[k])
         counts.append(end - start)
     return xp.asarray(numpy.multiply.outer(counts[0], counts[1]).astype(dtype))
 
 
-def _avg_kernel(ctx: Context, x: Any, *, kernel: Pair, stride: Pair, padding: Pair,
+def _avg_kernel(ctx: Context, x: Any, *, kernel: Pair, stride: Pair, padding: Pads,
                 ceil_mode: bool, count_include_pad: bool, divisor_override: int) -> Any:
     xp = ctx.xp
     x = x.astype(ctx.out_dtype, copy=False)
@@ -167,7 +168,7 @@ def _avg_grad(g: Tensor, operands: Any, out: Tensor, **attrs: Any) -> tuple[Tens
 
 
 def _avg_grad_kernel(ctx: Context, g: Any, *, size: Pair, kernel: Pair, stride: Pair,
-                     padding: Pair, ceil_mode: bool, count_include_pad: bool,
+                     padding: Pads, ceil_mode: bool, count_include_pad: bool,
                      divisor_override: int) -> Any:
     xp = ctx.xp
     out_hw = g.shape[2:]
@@ -181,7 +182,7 @@ def _avg_grad_kernel(ctx: Context, g: Any, *, size: Pair, kernel: Pair, stride: 
             target = offset_view(grad, i, j, stride, (1, 1), out_hw)
             target += share
     return xp.ascontiguousarray(grad[:, :, padding[0]:padding[0] + size[0],
-                                     padding[1]:padding[1] + size[1]])
+                                     padding[2]:padding[2] + size[1]])
 
 
 AVG_POOL2D = OpDef("avg_pool2d", _avg_kernel, _spatial_shape, _avg_layouts, grad=_avg_grad)
@@ -198,11 +199,11 @@ def _pool_args(name: str, input: Tensor, kernel_size: Any, stride: Any, padding:
     check_floating(name, input.dtype.numpy)
     kernel = pair(kernel_size, "kernel_size")
     st = kernel if stride is None or stride == [] or stride == () else pair(stride, "stride")
-    pad, dl = pair(padding, "padding"), pair(dilation, "dilation")
+    pad, dl = pads(padding), pair(dilation, "dilation")
     if min(kernel) < 1 or min(st) < 1 or min(dl) < 1:
         raise ValueError(f"{name}: kernel_size, stride and dilation must be positive, got "
                          f"{kernel}, {st}, {dl}")
-    if min(pad) < 0 or pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
+    if max(pad[:2]) > kernel[0] // 2 or max(pad[2:]) > kernel[1] // 2:
         raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but "
                            f"got pad={pad}, kernel_size={kernel}")
     out_hw = _out_hw(tuple(input.shape[2:]), kernel, st, pad, dl, bool(ceil_mode))
@@ -223,7 +224,8 @@ def max_pool2d(input: Tensor, kernel_size: int | Sequence[int],
         input: ``(N, C, H, W)`` or ``(C, H, W)``, floating point.
         kernel_size: an int or ``(kh, kw)``.
         stride: an int or a pair; the kernel size by default.
-        padding: implicit ``-inf`` on both sides, at most half the kernel.
+        padding: implicit ``-inf`` on both sides (an int or a pair), at most half the kernel;
+            also ``(top, bottom, left, right)``.
         dilation: the spacing of a window's elements.
         ceil_mode: round the output size up (a last, partial window).
         return_indices: not supported (the gradient needs no indices); must be False.
@@ -259,7 +261,8 @@ def avg_pool2d(input: Tensor, kernel_size: int | Sequence[int],
         input: ``(N, C, H, W)`` or ``(C, H, W)``, floating point.
         kernel_size: an int or ``(kh, kw)``.
         stride: an int or a pair; the kernel size by default.
-        padding: implicit zeros on both sides, at most half the kernel.
+        padding: implicit zeros on both sides (an int or a pair), at most half the kernel;
+            also ``(top, bottom, left, right)``.
         ceil_mode: round the output size up (a last, partial window).
         count_include_pad: count the padding zeros in the divisor.
         divisor_override: divide by this instead (a positive int).

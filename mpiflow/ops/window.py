@@ -21,8 +21,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Pair", "Pads", "col2im", "offset_view", "out_size", "pad2d", "pair", "same_padding",
-           "windows"]
+__all__ = ["Pair", "Pads", "col2im", "offset_view", "out_size", "pad2d", "pads", "pair",
+           "same_padding", "windows"]
 
 Pair = tuple[int, int]
 Pads = tuple[int, int, int, int]  # top, bottom, left, right
@@ -42,6 +42,28 @@ def pair(value: int | Sequence[int], name: str) -> Pair:
         return operator.index(value[0]), operator.index(value[1])
     n = operator.index(value)
     return n, n
+
+
+def pads(value: int | Sequence[int]) -> Pads:
+    """Padding as ``(top, bottom, left, right)``: an int for all four, ``(h, w)`` for both
+    sides of each dim (PyTorch's forms), or the four (an mpiflow extension, for the
+    asymmetric "SAME" padding of TensorFlow-style APIs).
+
+    Raises:
+        ValueError: another length, or a negative pad.
+
+    Examples:
+        >>> pads(1), pads((1, 2)), pads((0, 1, 0, 1))
+        ((1, 1, 1, 1), (1, 1, 2, 2), (0, 1, 0, 1))
+    """
+    if isinstance(value, Sequence) and len(value) == 4:
+        out = tuple(operator.index(v) for v in value)
+    else:
+        h, w = pair(value, "padding")
+        out = (h, h, w, w)
+    if min(out) < 0:
+        raise ValueError(f"negative padding is not supported, got {out}")
+    return out  # type: ignore[return-value]
 
 
 def same_padding(kernel: Pair, dilation: Pair) -> Pads:
