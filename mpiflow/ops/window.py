@@ -129,7 +129,7 @@ def col2im(xp: Any, cols: Any, padded_hw: Pair, stride: Pair, dilation: Pair) ->
 
     Examples:
         >>> import numpy
-        >>> col2im(numpy, numpy.ones((2, 1, 1, 1, 1, 2)), (1, 3), (1, 1), (1, 1)).tolist()
+        >>> col2im(numpy, numpy.ones((1, 2, 1, 1, 1, 2)), (1, 3), (1, 1), (1, 1)).tolist()
         [[[[1.0, 2.0, 1.0]]]]
     """
     kh, kw, a, b, oh, ow = cols.shape
