@@ -11,8 +11,10 @@ for the single-process figures. Three tables:
   local one.
 * **training steps**: the MLPs of :mod:`.engine_models` (64-128-64-10 at batch 16, and
   512-1024-512, 1M parameters, at batch 32; cross-entropy), SGD (momentum 0.9) and Adam, as mpiflow,
-  mpiflow with ``foreach=True`` and PyTorch on the CPU with one thread. The goals: the small
-  step within :data:`SMALL_GOAL` x PyTorch, the 1M step within :data:`LARGE_GOAL` x.
+  mpiflow with ``foreach=True`` and PyTorch on the CPU with one thread; and the LeNet of
+  OneFlow's distributed-training guide at batch 32 (two 5x5 convolutions, max pooling, two
+  dense layers). The goals: the small step within :data:`SMALL_GOAL` x PyTorch, the 1M step
+  within :data:`LARGE_GOAL` x, the LeNet step within :data:`LENET_GOAL` x.
 * **memory**: how far the resident set peaks during training above where it stood before the
   model was built (parameters, gradients, optimizer state, activations, temporaries), less the
   same figure for a 2x2 model (the library's one-time start-up: PyTorch's is about 80 MB),
@@ -40,6 +42,7 @@ from .plan import Settings
 __all__ = [
     "GLOBAL_GOAL_US",
     "LARGE_GOAL",
+    "LENET_GOAL",
     "LOCAL_GOAL_US",
     "MEMORY_GOAL",
     "SMALL_GOAL",
@@ -56,6 +59,7 @@ LOCAL_GOAL_US = 8.0
 GLOBAL_GOAL_US = 20.0
 SMALL_GOAL = 2.0
 LARGE_GOAL = 1.25
+LENET_GOAL = 2.0
 MEMORY_GOAL = 1.2
 OP_SIDES = ("numpy", "local", "global")
 STEP_SIDES = ("mpiflow", "foreach", "torch")
@@ -107,7 +111,7 @@ class StepRow:
     @property
     def goal(self) -> float:
         """The allowed mpiflow/PyTorch ratio for this model."""
-        return SMALL_GOAL if self.model == "small" else LARGE_GOAL
+        return {"small": SMALL_GOAL, "lenet": LENET_GOAL}.get(self.model, LARGE_GOAL)
 
     def ratio(self, side: str = "mpiflow") -> float | None:
         """``side``'s time over PyTorch's (paired by round), None without PyTorch."""
@@ -214,7 +218,7 @@ def _probe(lib: str, model: str, optimizer: str) -> int | None:
 
 
 def run_engine(settings: Settings, ops: tuple[str, ...] = ("add", "mul_scalar", "relu"),
-               models: tuple[str, ...] = ("small", "1m"),
+               models: tuple[str, ...] = ("small", "1m", "lenet"),
                optimizers: tuple[str, ...] = ("sgd", "adam"), memory: bool = True
                ) -> EngineResult:
     """Measure the three tables (collective: every rank times, rank 0's memory probe runs).
@@ -247,8 +251,8 @@ def run_engine(settings: Settings, ops: tuple[str, ...] = ("add", "mul_scalar", 
                          build_step("mpiflow", model, optimizer, foreach=True)]
                 if have_torch:
                     steps.append(build_step("torch", model, optimizer))
-                iters = 100 if model == "small" else 10
-                times = measure_interleaved([steps], [iters], [max(3, iters // 5)],
+                iters = {"small": 100, "lenet": 5}.get(model, 10)
+                times = measure_interleaved([steps], [iters], [max(2, iters // 5)],
                                             settings.rounds, timer)
                 step_rows.append(StepRow(model, optimizer, param_count(model), Timings(
                     sides, tuple(tuple(times[0, :, i].tolist()) for i in range(len(sides))),

@@ -1,6 +1,8 @@
 """The models of the ``engine`` suite, built the same way in mpiflow and in PyTorch.
 
-An MLP of ``Linear`` layers with ReLU between, trained with cross-entropy on a fixed batch:
+An MLP of ``Linear`` layers with ReLU between, or the LeNet of OneFlow's distributed-training
+guide (conv 5x5 32 "same", ReLU, max pool 2, conv 5x5 64 "same", ReLU, max pool 2, dense 512,
+ReLU, dense 10, on 28x28 images), trained with cross-entropy on a fixed batch:
 one step is ``zero_grad``, forward, loss, ``backward``, ``step``. The PyTorch copy gets the
 mpiflow model's weights, so both sides do the same arithmetic on the same numbers.
 
@@ -24,7 +26,8 @@ from typing import Any
 
 import numpy
 
-__all__ = ["MODELS", "OPTIMIZERS", "build_step", "measure_step_memory", "param_count"]
+__all__ = ["CONV_MODELS", "MODELS", "OPTIMIZERS", "build_step", "measure_step_memory",
+           "param_count"]
 
 MODELS: dict[str, tuple[tuple[int, ...], int]] = {
     "small": ((64, 128, 64, 10), 16),
@@ -33,6 +36,9 @@ MODELS: dict[str, tuple[tuple[int, ...], int]] = {
 }
 """Model name -> (layer widths, batch rows). ``tiny`` is the memory baseline: what a library
 allocates once for any training (its kernels' and autograd's lazy start-up)."""
+
+CONV_MODELS: dict[str, int] = {"lenet": 32}
+"""Convolutional model name -> batch rows (images of 1 x 28 x 28, 10 classes)."""
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -44,15 +50,28 @@ def param_count(model: str) -> int:
         >>> param_count("1m")
         1050112
     """
+    if model in CONV_MODELS:
+        return (32 * 25 + 32) + (64 * 32 * 25 + 64) + (64 * 7 * 7 * 512 + 512) + (512 * 10 + 10)
     widths, _ = MODELS[model]
     return sum(a * b + b for a, b in itertools.pairwise(widths))
 
 
-def _mpiflow_parts(widths: tuple[int, ...]) -> Any:
+def _lenet(nn: Any) -> Any:
+    """The guide's LeNet in ``nn`` (``mpiflow.nn`` or ``torch.nn``)."""
+    return nn.Sequential(nn.Conv2d(1, 32, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 5, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(64 * 7 * 7, 512), nn.ReLU(),
+                         nn.Linear(512, 10))
+
+
+def _mpiflow_parts(widths: tuple[int, ...] | None) -> Any:
+    from .. import nn
     from ..nn import Linear, ReLU, Sequential
     from ..tensors.random import manual_seed
 
     manual_seed(0)
+    if widths is None:
+        return _lenet(nn)
     mods: list[Any] = []
     for i, (a, b) in enumerate(itertools.pairwise(widths)):
         mods.append(Linear(a, b))
@@ -61,15 +80,15 @@ def _mpiflow_parts(widths: tuple[int, ...]) -> Any:
     return Sequential(*mods)
 
 
-def _torch_copy(model: Any, widths: tuple[int, ...]) -> Any:
+def _torch_copy(model: Any, widths: tuple[int, ...] | None) -> Any:
     import torch
 
     mods: list[Any] = []
-    for i, (a, b) in enumerate(itertools.pairwise(widths)):
+    for i, (a, b) in enumerate(itertools.pairwise(widths or ())):
         mods.append(torch.nn.Linear(a, b))
-        if i < len(widths) - 2:
+        if widths is not None and i < len(widths) - 2:
             mods.append(torch.nn.ReLU())
-    net = torch.nn.Sequential(*mods)
+    net = _lenet(torch.nn) if widths is None else torch.nn.Sequential(*mods)
     with torch.no_grad():
         for theirs, ours in zip(net.parameters(), model.parameters(), strict=True):
             theirs.copy_(torch.from_numpy(ours.numpy()))
@@ -82,7 +101,7 @@ def build_step(lib: str, model: str, optimizer: str, foreach: bool = False
 
     Args:
         lib: ``"mpiflow"`` or ``"torch"`` (one thread: ``torch.set_num_threads(1)``).
-        model: a key of :data:`MODELS`.
+        model: a key of :data:`MODELS` or :data:`CONV_MODELS`.
         optimizer: ``"sgd"`` (lr 1e-3) or ``"adam"`` (lr 1e-3).
         foreach: mpiflow's flat-buffer optimizer path (PyTorch keeps its CPU default,
             ``foreach=False``).
@@ -90,10 +109,16 @@ def build_step(lib: str, model: str, optimizer: str, foreach: bool = False
     Returns:
         A call that runs one step.
     """
-    widths, batch = MODELS[model]
     rng = numpy.random.default_rng(0)
-    x = rng.standard_normal((batch, widths[0]), dtype=numpy.float32)
-    y = rng.integers(0, widths[-1], batch)
+    widths: tuple[int, ...] | None
+    if model in CONV_MODELS:
+        widths, batch = None, CONV_MODELS[model]
+        x = rng.standard_normal((batch, 1, 28, 28), dtype=numpy.float32)
+        y = rng.integers(0, 10, batch)
+    else:
+        widths, batch = MODELS[model]
+        x = rng.standard_normal((batch, widths[0]), dtype=numpy.float32)
+        y = rng.integers(0, widths[-1], batch)
     net = _mpiflow_parts(widths)
     opt: Any
     inputs: Any

@@ -50,12 +50,13 @@ from ..tensors.random import rand
 from ..tensors.tensor import Tensor
 from . import cross_entropy as _ce
 from .embedding_lookup import lookup
+from .spatial import avg_pool2d, batch_norm, conv2d, dropout2d, max_pool2d
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
     "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
     "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "silu", "softmax", "tanh",
-    "flatten",
+    "flatten", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout2d",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")

@@ -5,6 +5,7 @@ from ..tensors import (  # noqa: F401 - binds the conversions (to_global, ...) t
     conversion as _layout,
 )
 from . import methods  # noqa: F401 - binds the operators and the pointwise methods
+from .conv import conv2d
 from .deterministic_sum import nansum, vdot
 from .engine import OpDef, apply
 from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
@@ -15,6 +16,7 @@ from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .pointwise import *  # noqa: F403
 from .pointwise import __all__ as _pointwise_all
+from .pooling import avg_pool2d, max_pool2d
 from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
 from .shape import *  # noqa: F403
@@ -24,4 +26,4 @@ from .softmax import __all__ as _softmax_all
 
 __all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
            *_linalg_all, *_shape_all, *_join_all,
-           *_indexing_all]
+           *_indexing_all, "conv2d", "max_pool2d", "avg_pool2d"]

@@ -327,6 +327,82 @@ def _linear(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     return [Sample((x, w, b)), Sample((_values((2, 5, 3), dtype, 4), w))]
 
 
+# -- windows -----------------------------------------------------------------------------------
+_CONV = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
+_CONV_CASES: tuple[tuple[Shape, Shape, dict[str, Any]], ...] = (
+    ((5, 4, 6, 5), (6, 4, 3, 2), {}),
+    ((5, 4, 7, 6), (6, 4, 3, 3), {"stride": (2, 1), "padding": (1, 1, 2, 2),
+                                  "dilation": (1, 2)}),
+    ((5, 4, 5, 5), (6, 2, 3, 3), {"padding": (1, 2, 1, 1), "groups": 2}),
+)
+
+
+def _conv2d(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    out = []
+    for i, (x, w, attrs) in enumerate(_CONV_CASES):
+        operands = [_values(x, dtype, 3 * i), _values(w, dtype, 3 * i + 1)]
+        if i != 1:
+            operands.append(_values((w[0],), dtype, 3 * i + 2))
+        out.append(Sample(tuple(operands), {**_CONV, **attrs}))
+    return out
+
+
+def _conv_out(x: Shape, w: Shape, attrs: dict[str, Any]) -> Shape:
+    a = {**_CONV, **attrs}
+    hw = [(x[2 + k] + a["padding"][2 * k] + a["padding"][2 * k + 1]
+           - a["dilation"][k] * (w[2 + k] - 1) - 1) // a["stride"][k] + 1 for k in range(2)]
+    return (x[0], w[0], *hw)
+
+
+def _conv2d_input_grad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    return [Sample((_values(_conv_out(x, w, attrs), dtype, 5 * i), _values(w, dtype, 5 * i + 1)),
+                   {**_CONV, **attrs, "size": x[2:]})
+            for i, (x, w, attrs) in enumerate(_CONV_CASES)]
+
+
+def _conv2d_weight_grad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    return [Sample((_values(_conv_out(x, w, attrs), dtype, 7 * i), _values(x, dtype, 7 * i + 1)),
+                   {**_CONV, **attrs, "kernel": w[2:]})
+            for i, (x, w, attrs) in enumerate(_CONV_CASES)]
+
+
+_POOL = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0), "ceil_mode": False}
+_MAX_CASES: tuple[dict[str, Any], ...] = (
+    {"dilation": (1, 1)},
+    {"kernel": (3, 2), "stride": (2, 1), "padding": (1, 1, 1, 0), "dilation": (1, 2),
+     "ceil_mode": True},
+)
+_AVG_CASES: tuple[dict[str, Any], ...] = (
+    {"count_include_pad": True, "divisor_override": 0},
+    {"kernel": (3, 2), "stride": (2, 1), "padding": (1, 1, 1, 1), "ceil_mode": True,
+     "count_include_pad": False, "divisor_override": 0},
+    {"padding": (1, 0, 0, 0), "count_include_pad": True, "divisor_override": 3},
+)
+
+
+def _max_pool2d(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    # distinct values: no ties, where the gradient would have a choice
+    x = numpy.random.default_rng(1).permutation(5 * 3 * 7 * 6).reshape(5, 3, 7, 6)
+    return [Sample((x.astype(dtype) / 10,), {**_POOL, **a}) for a in _MAX_CASES]
+
+
+def _max_pool2d_grad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    x = _max_pool2d(dtype, mesh)[0].operands[0]
+    return [Sample((_values((5, 3, 3, 3), dtype, 2), x), {**_POOL, "dilation": (1, 1)}),
+            Sample((_values((5, 3, 4, 5), dtype, 3), x), {**_POOL, **_MAX_CASES[1]})]
+
+
+def _avg_pool2d(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    return [Sample((_values((5, 3, 7, 6), dtype, 4 + i),), {**_POOL, **a})
+            for i, a in enumerate(_AVG_CASES)]
+
+
+def _avg_pool2d_grad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    outs = ((5, 3, 3, 3), (5, 3, 4, 7), (5, 3, 4, 3))
+    return [Sample((_values(o, dtype, 8 + i),), {**_POOL, **a, "size": (7, 6)})
+            for i, (o, a) in enumerate(zip(outs, _AVG_CASES))]
+
+
 # -- reproducible sums -------------------------------------------------------------------------
 def _state_sums(states: numpy.ndarray) -> numpy.ndarray:
     """The sums that integer states stand for, rounded once to float64."""
@@ -440,6 +516,13 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
     "matmul": ((F64, F32, I64), _matmul),
     "outer": ((F64, I64), _outer),
     "linear": ((F64, F32), _linear),
+    "conv2d": ((F64, F32), _conv2d),
+    "conv2d_input_grad": ((F64, F32), _conv2d_input_grad),
+    "conv2d_weight_grad": ((F64, F32), _conv2d_weight_grad),
+    "max_pool2d": ((F64, F32), _max_pool2d),
+    "max_pool2d_grad": ((F64,), _max_pool2d_grad),
+    "avg_pool2d": ((F64, F32), _avg_pool2d),
+    "avg_pool2d_grad": ((F64,), _avg_pool2d_grad),
     "exact_state": ((F64, F32, C128), _exact_state),
     "exact_round": ((I64,), _exact_round),
     "conj": ((C128, C64), _conj),

@@ -86,11 +86,29 @@ def test_mpiflow_and_torch_models_start_equal() -> None:
                                   theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-6)
 
 
+def test_the_lenet_models_start_equal_and_count_their_parameters() -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    from mpiflow.bench.engine_models import _mpiflow_parts, _torch_copy
+
+    ours = _mpiflow_parts(None)
+    theirs = _torch_copy(ours, None)
+    assert sum(p.numel() for p in ours.parameters()) == param_count("lenet")
+    x = numpy.random.default_rng(0).standard_normal((2, 1, 28, 28), dtype=numpy.float32)
+    numpy.testing.assert_allclose(ours(flow.tensor(x)).numpy(),
+                                  theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-4,
+                                  atol=1e-5)
+    assert StepRow("lenet", "sgd", 1, Timings(engine.STEP_SIDES, ((1.0,),) * 3)).goal == \
+        engine.LENET_GOAL
+
+
 def test_steps_run() -> None:
     for lib in ("mpiflow",) + (("torch",) if engine.torch_available() else ()):
         for optimizer in ("sgd", "adam"):
             build_step(lib, "tiny", optimizer)()
     build_step("mpiflow", "tiny", "adam", foreach=True)()
+    build_step("mpiflow", "lenet", "sgd")()
     with pytest.raises(ValueError, match="unknown library"):
         build_step("jax", "tiny", "sgd")
 

@@ -12,7 +12,7 @@ from ...tensors.tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout2d"]
 
 
 class Dropout(Module):
@@ -40,3 +40,20 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout):
+    """Zero whole channels of ``(N, C, H, W)`` with probability ``p`` while training
+    (:func:`mpiflow.nn.functional.dropout2d`).
+
+    Args:
+        p: the probability of dropping a channel.
+        inplace: write into the input.
+
+    Examples:
+        >>> nn.Dropout2d(0.5).eval()(flow.ones(1, 2, 1, 1)).flatten().tolist()
+        [1.0, 1.0]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training, self.inplace)
