@@ -92,7 +92,7 @@ def _probe_owned(grad: Tensor) -> tuple[int, int]:
 _OWNED_REFS = _probe(Tensor(numpy.empty(1)))
 
 
-def _owned(grad: Tensor) -> bool:
+def _owned(grad: Tensor, held: int = 0) -> bool:
     """Whether ``grad`` may become a leaf's ``.grad`` without a copy.
 
     It must be a whole array of its own (not a view), and nothing but the caller's one local
@@ -104,7 +104,7 @@ def _owned(grad: Tensor) -> bool:
     if getattr(grad._data, "base", 0) is not None:
         return False
     counts = _refcounts(grad)
-    return counts[0] <= _OWNED_REFS[0] and counts[1] <= _OWNED_REFS[1]
+    return counts[0] <= _OWNED_REFS[0] and counts[1] - held <= _OWNED_REFS[1]
 
 
 def _accumulate(leaf: Tensor, grad: Tensor) -> None:
@@ -119,7 +119,9 @@ def _accumulate(leaf: Tensor, grad: Tensor) -> None:
     grad = _run_hooks(leaf, grad)
     # A gradient nothing else refers to becomes .grad as it is (PyTorch's AccumulateGrad
     # steals it too); one that may be shared, e.g. handed to two operands, is copied.
-    steal = leaf.grad is None and _owned(grad)
+    recorder = trace.state.recorder  # (its references to the array do not count)
+    steal = leaf.grad is None and _owned(grad, 0 if recorder is None else
+                                         recorder.holds(grad._data))
     trace.call(_store, leaf, grad, steal)  # one step of a traced graph
 
 

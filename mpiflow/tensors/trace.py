@@ -77,9 +77,23 @@ class Recorder:
         self.unreplayable: str | None = None
         self._slots: dict[int, int] = {}
         self._state: dict[int, tuple[int, Tensor]] = {}
-        self._alive: list[Any] = []  # keeps arrays alive so that their ids stay unique
+        # Keeps arrays alive so that their ids stay unique: id -> [array, references held].
+        self._alive: dict[int, list[Any]] = {}
 
     # -- what the arrays are ---------------------------------------------------------------
+    def _keep(self, array: Any) -> None:
+        held = self._alive.get(id(array))
+        if held is None:
+            self._alive[id(array)] = [array, 1]
+        else:
+            held[1] += 1
+
+    def holds(self, array: Any) -> int:
+        """How many references to ``array`` the recorder holds (autograd's check that a
+        gradient is referenced by nothing else discounts them)."""
+        held = self._alive.get(id(array))
+        return 0 if held is None else held[1]
+
     def add_input(self, t: Tensor) -> int:
         """Make ``t``'s array an input slot; returns the slot."""
         slot = self._new_slot(t)
@@ -88,11 +102,11 @@ class Recorder:
 
     def add_state(self, t: Tensor) -> None:
         """Read ``t``'s array from ``t`` itself at replay (a parameter, a buffer)."""
-        self._alive.append(t._data)
+        self._keep(t._data)
         self._state[id(t._data)] = (STATE, t)
 
     def _new_slot(self, t: Tensor) -> int:
-        self._alive.append(t._data)
+        self._keep(t._data)
         slot = len(self.meta)
         self.meta.append((t._placement, t._sbp, t._shape))
         self._slots[id(t._data)] = slot
@@ -110,13 +124,13 @@ class Recorder:
         if held is not None:
             kind, t = held
             return (kind, t) if not wrap or kind == GRAD else (CONST, t)
-        self._alive.append(value._data)
+        self._keep(value._data)
         return (CONST, value if wrap else value._data)
 
     def _note_grads(self, args: tuple[Any, ...]) -> None:
         for a in args:
             if isinstance(a, Tensor) and a.grad is not None and id(a._data) in self._state:
-                self._alive.append(a.grad._data)
+                self._keep(a.grad._data)
                 self._state[id(a.grad._data)] = (GRAD, a)
 
     # -- recording ----------------------------------------------------------------------------

@@ -79,12 +79,10 @@ class Graph:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_blocks" not in self.__dict__:
             raise AttributeError("call super().__init__() in the graph's __init__ first")
-        if isinstance(value, Module):
-            self._blocks[name] = Block(name, value)
+        if isinstance(value, (Module, Block)):
+            self._blocks[name] = Block(name, value) if isinstance(value, Module) else value
             self._traces.clear()
-            return
-        if isinstance(value, Block):
-            self._blocks[name] = value
+            self.__dict__.pop("_members", None)
             return
         object.__setattr__(self, name, value)
 
@@ -152,8 +150,12 @@ class Graph:
     def _micro(self, args: tuple[Any, ...], kwargs: dict[str, Any], scale: float) -> Any:
         leaves: list[Any] = []
         structure = flatten((args, kwargs), leaves)
-        key = (repr(structure), tuple(_signature(v) for v in leaves),
-               tuple(m.training for m in self.modules()))
+        members = self.__dict__.get("_members")
+        if members is None:
+            members = list(self.modules())
+            object.__setattr__(self, "_members", members)
+        key = (len(args), tuple(kwargs), tuple(map(_signature, leaves)),
+               tuple(m.training for m in members))
         traced: Traced | None = self._traces.get(key)
         previous = tensor_trace.state.loss_scale
         tensor_trace.state.loss_scale = scale
