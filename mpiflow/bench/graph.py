@@ -15,17 +15,19 @@ The pure parts (the result class and its formatting) need no MPI.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy
 
+from ..nn.graph import Graph
 from .metrics import Timings
 from .plan import Settings
 
 __all__ = ["LARGE_GOAL", "SMALL_GOAL", "GraphResult", "GraphRow", "build_graph_steps",
-           "format_graph", "run_graph"]
+           "format_graph", "run_graph", "zero_state_bytes"]
 
 SMALL_GOAL = 0.7
 LARGE_GOAL = 1.0
@@ -58,13 +60,17 @@ class GraphRow:
 
 @dataclass(frozen=True)
 class GraphResult:
-    """The rows of one run and its rank count."""
+    """The rows of one run, its rank count, and the optimizer-state bytes per rank of the 1M
+    model with Adam (max over ranks) without and with ZeRO stage 1 (None: not measured)."""
 
     nranks: int
     rows: tuple[GraphRow, ...]
+    zero: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows]}
+        return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows],
+                "zero_state_bytes": None if self.zero is None else
+                {"unsharded": self.zero[0], "zero1": self.zero[1]}}
 
 
 def build_graph_steps(model: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -133,6 +139,54 @@ def build_graph_steps(model: str) -> tuple[Callable[[], None], Callable[[], None
     return eager, graph_step
 
 
+class _AdamStep(Graph):
+    """One training step of a model with its optimizer (the ZeRO measurement's graph)."""
+
+    def __init__(self, net: Any, opt: Any) -> None:
+        super().__init__()
+        self.net = net
+        self.add_optimizer(opt)
+
+    def build(self, inputs: Any, target: Any) -> Any:
+        from ..nn import functional as F
+
+        loss = F.cross_entropy(self.net(inputs), target)
+        loss.backward()
+        return loss
+
+
+def zero_state_bytes(model: str = "1m") -> tuple[int, int]:
+    """The optimizer-state bytes this rank holds after one Adam step of ``model``'s graph,
+    without and with ZeRO stage 1 (collective; parameters ``B`` over every rank)."""
+    from .. import nn, optim
+    from ..communication.mpi.group import world_comm
+    from ..layouts.placement import Placement
+    from ..layouts.sbp import Broadcast, Split
+    from ..nn.graph.zero import state_bytes
+    from ..tensors.creation import tensor
+    from .engine_models import MODELS
+
+    widths, batch = MODELS[model]
+    size = world_comm.size
+    placement = Placement("cpu", list(range(size)))
+    rng = numpy.random.default_rng(0)
+    x = tensor(rng.standard_normal((batch * size, widths[0]), dtype=numpy.float32))
+    y = tensor(rng.integers(0, widths[-1], batch * size))
+    x, y = (t.to_global(placement, Broadcast()).to_global(placement, Split(0)) for t in (x, y))
+    held = []
+    for zero in (False, True):
+        net = nn.Sequential(*[nn.Linear(a, b) for a, b in itertools.pairwise(widths)])
+        net.to_global(placement, Broadcast())
+        opt = optim.Adam(net.parameters(), lr=1e-3)
+
+        graph = _AdamStep(net, opt)
+        if zero:
+            graph.config.enable_zero(True, stage=1)
+        graph(x, y)
+        held.append(state_bytes(opt))
+    return held[0], held[1]
+
+
 def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> GraphResult:
     """Time the eager and graph steps of each model in interleaved rounds (collective)."""
     from mpi4py import MPI
@@ -151,7 +205,9 @@ def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> 
                                         settings.rounds, timer)
             rows.append(GraphRow(model, param_count(model), Timings(SIDES, tuple(
                 tuple(times[0, :, i].tolist()) for i in range(len(SIDES))), settings.stat)))
-        return GraphResult(world_comm.size, tuple(rows))
+        held = zero_state_bytes("1m")
+        zero = (timer.allreduce(held[0], op=MPI.MAX), timer.allreduce(held[1], op=MPI.MAX))
+        return GraphResult(world_comm.size, tuple(rows), zero)
     finally:
         timer.Free()
 
@@ -181,4 +237,9 @@ def format_graph(result: GraphResult, markdown: bool = False) -> str:
     else:
         widths = [max(len(c) for c in col) for col in zip(header, *rows)]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, *rows]]
+    if result.zero is not None:
+        whole, sharded = result.zero
+        lines.append(f"ZeRO stage 1, 1m model, Adam: optimizer state per rank {whole / 2**20:.2f} "
+                     f"MiB unsharded, {sharded / 2**20:.2f} MiB sharded ({sharded / whole:.2f}x;"
+                     f" 1/N = {1 / result.nranks:.2f})")
     return "\n".join(lines)

@@ -266,3 +266,31 @@ def test_global_data_parallel_graph_gives_the_eager_bits() -> None:
 @pytest.mark.timeout(120)
 def test_global_model_parallel_graph_gives_the_eager_bits() -> None:
     _global_case(flow.sbp.split(0))
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_zero_stage1_shards_the_optimizer_state_with_the_same_bits(optimizer: str) -> None:
+    from mpiflow.nn.graph.zero import state_bytes
+
+    placement = flow.placement("cpu", list(range(SIZE)))
+    x, y = (t.to_global(placement, flow.sbp.broadcast).to_global(placement, flow.sbp.split(0))
+            for t in _data(2 * SIZE))
+
+    def make() -> tuple[nn.Module, flow.optim.Optimizer]:
+        m, _ = _model()
+        m.to_global(placement, flow.sbp.broadcast)
+        if optimizer == "sgd":
+            return m, flow.optim.SGD([{"params": list(m.parameters()),
+                                       "clip_grad_max_norm": 0.5}], lr=0.1, momentum=0.9)
+        return m, flow.optim.Adam(m.parameters(), lr=0.01)
+
+    (m1, o1), (m2, o2) = make(), make()
+    graph = TrainGraph(m2, o2)
+    graph.config.enable_zero(True, stage=1, shard_min_size=1)
+    for _ in range(3):
+        assert_array_equal(graph(x, y).numpy(), _eager(m1, o1, x, y).numpy())
+        _same(m1, m2)
+    whole, sharded = state_bytes(o1), state_bytes(o2)
+    assert sharded < whole * (1.0 / SIZE + 0.25), (sharded, whole)

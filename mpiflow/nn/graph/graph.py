@@ -56,6 +56,7 @@ from .block import Block, graph_module_of
 from .config import GraphConfig
 from .plan import flatten, unflatten
 from .trace import Traced, trace
+from .zero import Zero
 
 __all__ = ["Graph"]
 
@@ -184,9 +185,19 @@ class Graph:
             tensor_trace.state.loss_scale = previous
 
     def _update(self) -> None:
-        for optim, lr_sch in self._optimizers:
-            optim.clip_grad()
-            optim.step()
+        zeros = self.__dict__.get("_zeros")
+        if zeros is None and self.config.zero_stage:
+            zeros = [Zero(optim, self.config.zero_shard_min_size)
+                     for optim, _ in self._optimizers]
+            object.__setattr__(self, "_zeros", zeros)
+        for i, (optim, lr_sch) in enumerate(self._optimizers):
+            if zeros is not None:
+                zeros[i].step()
+                for p, _ in zeros[i].pairs:
+                    p.grad = None
+            else:
+                optim.clip_grad()
+                optim.step()
             optim.zero_grad(set_to_none=True)
             if lr_sch is not None:
                 lr_sch.step()
