@@ -18,6 +18,7 @@ from typing import Any
 import numpy
 
 from ..ops import pointwise as pw
+from ..tensors import trace
 from ..tensors.creation import ones_like
 from ..tensors.tape import (
     Node,
@@ -91,7 +92,7 @@ def _probe_owned(grad: Tensor) -> tuple[int, int]:
 _OWNED_REFS = _probe(Tensor(numpy.empty(1)))
 
 
-def _owned(grad: Tensor) -> bool:
+def _owned(grad: Tensor, held: int = 0) -> bool:
     """Whether ``grad`` may become a leaf's ``.grad`` without a copy.
 
     It must be a whole array of its own (not a view), and nothing but the caller's one local
@@ -103,7 +104,7 @@ def _owned(grad: Tensor) -> bool:
     if getattr(grad._data, "base", 0) is not None:
         return False
     counts = _refcounts(grad)
-    return counts[0] <= _OWNED_REFS[0] and counts[1] <= _OWNED_REFS[1]
+    return counts[0] <= _OWNED_REFS[0] and counts[1] - held <= _OWNED_REFS[1]
 
 
 def _accumulate(leaf: Tensor, grad: Tensor) -> None:
@@ -116,10 +117,18 @@ def _accumulate(leaf: Tensor, grad: Tensor) -> None:
         raise RuntimeError("a local tensor received a global gradient: a gradient rule is wrong")
     grad = pw.cast(grad, leaf.dtype)
     grad = _run_hooks(leaf, grad)
+    # A gradient nothing else refers to becomes .grad as it is (PyTorch's AccumulateGrad
+    # steals it too); one that may be shared, e.g. handed to two operands, is copied.
+    recorder = trace.state.recorder  # (its references to the array do not count)
+    steal = leaf.grad is None and _owned(grad, 0 if recorder is None else
+                                         recorder.holds(grad._data))
+    trace.call(_store, leaf, grad, steal)  # one step of a traced graph
+
+
+def _store(leaf: Tensor, grad: Tensor, steal: bool) -> None:
+    """Make ``grad`` the leaf's ``.grad`` (a copy unless ``steal``), or add it in place."""
     if leaf.grad is None:
-        # A gradient nothing else refers to becomes .grad as it is (PyTorch's AccumulateGrad
-        # steals it too); one that may be shared, e.g. handed to two operands, is copied.
-        leaf.grad = grad if _owned(grad) else grad.clone()
+        leaf.grad = grad if steal else grad.clone()
     else:
         leaf.grad._data += grad._data
     for hook in getattr(leaf, "_post_hooks", None) or ():
@@ -146,6 +155,8 @@ def backward(tensor: Tensor, gradient: Tensor | None = None, retain_graph: bool 
             raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
                                "gradient= for a tensor of shape " + str(tuple(tensor.shape)))
         gradient = ones_like(tensor)
+        if trace.state.loss_scale != 1.0:  # nn.Graph's gradient accumulation: the mean
+            gradient = gradient * trace.state.loss_scale
     elif tuple(gradient.shape) != tuple(tensor.shape):
         raise RuntimeError(f"gradient has shape {tuple(gradient.shape)}, the tensor "
                            f"{tuple(tensor.shape)}")
@@ -187,7 +198,7 @@ def _sweep(root: Node, gradient: Tensor, retain_graph: bool) -> None:
             if getattr(node.rule, "needs_mask", False):
                 attrs = {**attrs, "needs": tuple(isinstance(o, Tensor) and o.requires_grad
                                                  for o in node.operands)}
-            in_grads = list(node.rule(grad, operands, node.output, **attrs))
+            in_grads = list(_run_rule(node.rule, grad, operands, node.output, attrs))
             in_grads += [None] * (len(node.operands) - len(in_grads))  # as zip() allowed
             # Drop this frame's references as the gradients are handed on, so that _owned
             # sees a gradient only its new holder refers to.
@@ -211,6 +222,39 @@ def _sweep(root: Node, gradient: Tensor, retain_graph: bool) -> None:
                 _accumulate(operand, leaf_grads.pop(key))
         if not retain_graph:
             node.rule, node.operands, node.output = None, None, None
+
+
+def _run_rule(rule: Any, grad: Tensor, operands: list[Any], output: Any,
+              attrs: dict[str, Any]) -> Any:
+    """Call a gradient rule; while a graph is traced, make sure the replay can redo it: a rule
+    that computes on arrays outside the ops engine (``linear``'s), or one marked
+    ``side_effects`` (it accumulates gradients itself), is recorded as one step."""
+    recorder = trace.state.recorder
+    if recorder is None:
+        return rule(grad, operands, output, **attrs)
+    if getattr(rule, "side_effects", False):  # e.g. a checkpoint's inner backward: run once
+        return trace.call(_RuleStep(rule, attrs), grad, output, *operands)
+    mark = len(recorder.steps)
+    result = tuple(rule(grad, operands, output, **attrs))
+    if recorder.known(result):
+        return result
+    recorder.rollback(mark)
+    return trace.call(_RuleStep(rule, attrs), grad, output, *operands)
+
+
+class _RuleStep:
+    """A gradient rule as one replayable step: ``(grad, output, *operands) -> grads``."""
+
+    __slots__ = ("attrs", "rule")
+
+    def __init__(self, rule: Any, attrs: dict[str, Any]) -> None:
+        self.rule, self.attrs = rule, attrs
+
+    def __call__(self, grad: Tensor, output: Any, *operands: Any) -> tuple[Any, ...]:
+        return tuple(self.rule(grad, list(operands), output, **self.attrs))
+
+    def __repr__(self) -> str:
+        return getattr(self.rule, "__qualname__", "rule")
 
 
 def _check_versions(node: Node) -> None:

@@ -21,6 +21,8 @@ anything runs:
 * ``engine``: :mod:`.engine` (one op's overhead beside numpy, MLP training steps and their
   memory beside PyTorch on one thread; single-process figures, so named rather than part of
   ``all``; without PyTorch its torch columns are left out).
+* ``graph``: :mod:`.graph` (a training step as a replayed ``nn.Graph`` plan beside the eager
+  step; named rather than part of ``all``, like ``engine``).
 """
 
 from __future__ import annotations
@@ -149,9 +151,22 @@ def _format_engine(result: Any, markdown: bool) -> str:
     return format_engine(result, markdown)
 
 
+def _run_graph(settings: Settings) -> Any:
+    from .graph import run_graph
+
+    return run_graph(settings)
+
+
+def _format_graph(result: Any, markdown: bool) -> str:
+    from .graph import format_graph
+
+    return format_graph(result, markdown)
+
+
 OPTIONAL_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("torch", _run_torch, _format_torch, lambda result: result.to_json(), _check_torch),
     Suite("engine", _run_engine, _format_engine, lambda result: result.to_json()),
+    Suite("graph", _run_graph, _format_graph, lambda result: result.to_json()),
 )}
 OPTIONAL_SUITES = tuple(OPTIONAL_RUNNERS)
 """The suites that need an optional dependency: run when named, not with ``all``, last."""

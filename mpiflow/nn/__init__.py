@@ -14,10 +14,13 @@ Examples:
 
 from . import (
     functional,
+    graph,
     init,
     parallel,
+    utils,
 )
+from .graph import Graph
 from .modules import *  # noqa: F403 - the layers are this package's API
 from .modules import __all__ as _modules_all
 
-__all__ = ["functional", "init", "parallel", *_modules_all]
+__all__ = ["Graph", "functional", "graph", "init", "parallel", "utils", *_modules_all]

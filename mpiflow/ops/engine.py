@@ -30,6 +30,7 @@ from ..layouts.plan import Layout, conversion_cost
 from ..layouts.sbp import Broadcast, SbpParallel
 from ..layouts.shards import local_shape
 from ..runtime import topology
+from ..tensors import trace
 from ..tensors.tape import record
 from ..tensors.tensor import Size, Tensor
 from .registry import register
@@ -301,6 +302,9 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
         out = Tensor(result)
         if result.base is not None:
             out = _link_views(out, tensors)
+        if trace.state.recorder is not None:
+            trace.state.recorder.kernel(_local_step(op, xp, out_shape, out_dtype, attrs),
+                                        operands, out, attrs)
         return record(op.name, op.grad, operands, attrs, out)
     return _apply_global(op, operands, attrs, key, out_shape, out_dtype, placement, xp)
 
@@ -340,6 +344,10 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
                                        Layout(placement, want)))
     if rank not in placement:
         empty = Tensor(xp.empty((0,), dtype=out_dtype), placement, out_sbp, out_shape)
+        if trace.state.recorder is not None:
+            trace.state.recorder.kernel(
+                _global_step(op, operands, want_in, None, attrs, out_dtype), operands, empty,
+                attrs)
         return record(op.name, op.grad, operands, attrs, empty)
     ctx = Context(xp, shard_shape, out_shape, out_dtype, placement, out_sbp)
     out = xp.asarray(op.kernel(ctx, *arrays, **attrs))
@@ -349,4 +357,57 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
         raise AssertionError(f"{op.name}: shard of shape {tuple(out.shape)} for layout "
                              f"{out_sbp}, expected {shard_shape}")
     result = _link_views(Tensor(out, placement, out_sbp, out_shape), tensors)
+    if trace.state.recorder is not None:
+        trace.state.recorder.kernel(_global_step(op, operands, want_in, ctx, attrs, out_dtype),
+                                    operands, result, attrs)
     return record(op.name, op.grad, operands, attrs, result)
+
+
+# -- replay: the kernel of one call, with its layouts and redistributions fixed ---------------
+def _local_step(op: OpDef, xp: ModuleType, out_shape: Size, out_dtype: numpy.dtype,
+                attrs: dict[str, Any]) -> Callable[..., Any]:
+    """What :func:`apply` did on local tensors, on new arrays (for a traced graph's replay)."""
+    kernel, ctx = op.kernel, Context(xp, out_shape, out_shape, out_dtype)
+
+    def run(*arrays: Any) -> Any:
+        result = kernel(ctx, *arrays, **attrs)
+        if type(result) is not numpy.ndarray:
+            result = xp.asarray(result)
+        return result if result.dtype == out_dtype else result.astype(out_dtype)
+
+    return run
+
+
+def _global_step(op: OpDef, operands: Sequence[Any], want_in: Sequence[Any],
+                 ctx: Context | None, attrs: dict[str, Any], out_dtype: numpy.dtype
+                 ) -> Callable[..., Any]:
+    """What :func:`_apply_global` did on this rank, on new shards: the same redistributions
+    (planned once, at trace time) and the same kernel; ``ctx`` None on a rank outside the
+    placement."""
+    moves: list[tuple[int, tuple[int, ...], Layout, Layout]] = []
+    for i, (v, want) in enumerate(zip(operands, want_in)):
+        if isinstance(v, Tensor) and v._sbp != want and v._placement is not None:
+            moves.append((i, tuple(v._shape), Layout(v._placement, v._sbp),
+                          Layout(v._placement, want)))
+    from ..boxing.execute import redistribute
+
+    kernel = op.kernel
+    if ctx is None:
+        def outside(*arrays: Any) -> Any:
+            for i, shape, src, dst in moves:  # a rank outside still takes part in the moves
+                redistribute(arrays[i], shape, src, dst)
+            return numpy.empty((0,), dtype=out_dtype)
+
+        return outside
+    xp = ctx.xp
+
+    def run(*arrays: Any) -> Any:
+        if moves:
+            arrays_l = list(arrays)
+            for i, shape, src, dst in moves:
+                arrays_l[i] = redistribute(arrays_l[i], shape, src, dst)
+            arrays = tuple(arrays_l)
+        result = xp.asarray(kernel(ctx, *arrays, **attrs))
+        return result if result.dtype == out_dtype else result.astype(out_dtype)
+
+    return run

@@ -49,6 +49,7 @@ from ..layouts.plan import Layout
 from ..layouts.sbp import Partial, Split, partial_max, partial_min, partial_sum
 from ..layouts.shards import fill_op, shard_bounds
 from ..runtime import topology
+from ..tensors import trace
 from ..tensors.tape import is_grad_enabled, rebind_inplace, record
 from ..tensors.tensor import Tensor, bind
 from .engine import B, Context, OpDef, Signature, apply
@@ -385,6 +386,10 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
         >>> x.tolist()
         [[0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
     """
+    trace.call(_setitem, target, index, value)  # one step of a traced graph
+
+
+def _setitem(target: Tensor, index: Any, value: Any) -> None:
     items = tuple(_entry(item) for item in _as_tuple(index))
     basic = all(_is_basic(item) for item in items)
     key = _expand_basic(items, tuple(target.shape)) if basic else \

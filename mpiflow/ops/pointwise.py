@@ -14,6 +14,7 @@ from ..core.device import device as _device
 from ..layouts.placement import Placement
 from ..layouts.plan import Layout
 from ..layouts.sbp import Partial, SbpParallel, Split
+from ..tensors import trace
 from ..tensors.tape import is_grad_enabled, rebind_inplace, record
 from ..tensors.tensor import Tensor
 from .engine import B, OpDef, Signature, apply
@@ -251,6 +252,10 @@ def expand(input: Tensor, *size: Any) -> Tensor:
 # -- in place ----------------------------------------------------------------------------------
 def assign_(target: Tensor, value: Any) -> Tensor:
     """Write ``value`` (tensor or number, broadcast to ``target``'s shape) into ``target``."""
+    return trace.call(_assign, target, value)  # one step of a traced graph
+
+
+def _assign(target: Tensor, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
         return fill_(target, value)
     if target.is_global != value.is_global:
@@ -271,6 +276,10 @@ def _broadcast_sbp(sbp: tuple[SbpParallel, ...]) -> tuple[SbpParallel, ...]:
 
 def fill_(target: Tensor, value: Any) -> Tensor:
     """Set every element of ``target`` to the number ``value``."""
+    return trace.call(_fill, target, value)  # one step of a traced graph
+
+
+def _fill(target: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
     if is_grad_enabled() and target.requires_grad:

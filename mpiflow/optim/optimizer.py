@@ -23,6 +23,7 @@ from typing import Any
 
 from ..autograd import enable_grad, no_grad
 from ..nn.modules.convert import value_like
+from ..nn.utils import clip_grad_norm_
 from ..tensors.tensor import Tensor
 from .foreach import FlatGroup, flat_key
 
@@ -151,6 +152,24 @@ class Optimizer:
                 else:
                     with no_grad():
                         p.grad.zero_()
+
+    def clip_grad(self) -> None:
+        """Clip the gradients of each group that sets ``clip_grad_max_norm`` (and optionally
+        ``clip_grad_norm_type``, default 2), as OneFlow's optimizers do, with
+        :func:`mpiflow.nn.utils.clip_grad_norm_`; other groups are left as they are.
+
+        Examples:
+            >>> w = nn.Parameter(flow.ones(2))
+            >>> opt = optim.SGD([{"params": [w], "clip_grad_max_norm": 1.0}], lr=0.1)
+            >>> (w * 3).sum().backward()
+            >>> opt.clip_grad()
+            >>> round(float(w.grad.norm()), 4)
+            1.0
+        """
+        for group in self.param_groups:
+            if group.get("clip_grad_max_norm") is not None:
+                clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
+                                group.get("clip_grad_norm_type", 2.0))
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update the parameters once; ``closure`` re-evaluates the loss and returns it."""

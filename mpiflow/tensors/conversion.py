@@ -22,6 +22,7 @@ from ..layouts.plan import Layout
 from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
 from ..layouts.shards import local_shape
 from ..runtime import topology
+from . import trace
 from .creation import zeros_like
 from .meta import agree, describe_sbp, dtype_code
 from .tape import record
@@ -56,6 +57,7 @@ def to_numpy(t: Tensor) -> numpy.ndarray:
     Local: shares memory with the tensor. Global: collective (every rank must call it);
     partial layouts come back reduced, and every rank gets the whole logical value.
     """
+    trace.check_data_access("numpy()/item()/bool()")
     if t._placement is None:
         return to_host(t._data)
     return to_host(gather_value(t))
@@ -247,6 +249,10 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
         layout = normalize_sbp(sbp, placement.ndim)
         known = None if shape is None else tuple(int(n) for n in shape)
         result = _local_to_global(t, placement, layout, check_meta, known)
+        if trace.state.recorder is not None and result._data is not t._data:
+            trace.state.recorder.kernel(_replay_local_to_global(placement, layout,
+                                                                tuple(result.shape)),
+                                        (t,), result)
         grad_layout = None if grad_sbp is None else normalize_sbp(grad_sbp, placement.ndim)
         return record("to_global", _local_grad, [t], {"placement": placement, "sbp": layout,
                                                       "grad_sbp": grad_layout}, result)
@@ -267,9 +273,23 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
     out = redistribute(t._data, tuple(t.shape), Layout(t.placement, t.sbp),
                        Layout(target_placement, target_sbp))
     result = Tensor(out, target_placement, target_sbp, t.shape)
+    if trace.state.recorder is not None:
+        trace.state.recorder.kernel(_replay_redistribute(tuple(t.shape), Layout(
+            t.placement, t.sbp), Layout(target_placement, target_sbp)), (t,), result)
     grad_layout = None if grad_sbp is None else normalize_sbp(grad_sbp, target_placement.ndim)
     return record("to_global", _global_grad, [t], {"source": (t.placement, t.sbp),
                                                    "grad_sbp": grad_layout}, result)
+
+
+def _replay_redistribute(shape: tuple[int, ...], src: Layout, dst: Layout) -> Any:
+    """The array work of one global-to-global ``to_global``, for a traced graph's replay."""
+    return lambda data: redistribute(data, shape, src, dst)
+
+
+def _replay_local_to_global(placement: Placement, sbp: tuple[SbpParallel, ...],
+                            shape: tuple[int, ...]) -> Any:
+    """The array work of one local-to-global ``to_global`` (its shape already agreed)."""
+    return lambda data: _local_to_global(Tensor(data), placement, sbp, False, shape)._data
 
 
 def _global_grad(g: Tensor, operands: Any, out: Tensor, *, source: Any, grad_sbp: Any

@@ -37,6 +37,7 @@ from ..layouts.placement import Placement
 from ..layouts.sbp import Partial, SbpParallel
 from ..layouts.shards import check_shape, shard_slices
 from ..runtime import topology
+from . import trace
 from .creation import check_device, layout_of, size_of
 from .tensor import Tensor, bind
 
@@ -282,6 +283,8 @@ def _generate(what: str, shape: tuple[int, ...], dtype: numpy.dtype, fill: Fill,
     p, s = layout if layout is not None else (None, None)
     region = _region(shape, p, s, what)
     call = (generator if generator is not None else default_generator)._advance()
+    if trace.state.recorder is not None:
+        trace.state.recorder.mark_unreplayable(f"{what} draws random numbers")
     if region is None:
         return Tensor(xp.empty((0,), dtype=dtype), p, s, shape, requires_grad=requires_grad)
     local = fill(xp, call, _flat_index(xp, shape, region))
@@ -511,6 +514,8 @@ def _fill_(t: Tensor, what: str, fill: Fill, generator: Generator | None) -> Ten
     shape = tuple(t.shape)
     region = _region(shape, t._placement, t._sbp, what)
     call = (generator if generator is not None else default_generator)._advance()
+    if trace.state.recorder is not None:
+        trace.state.recorder.mark_unreplayable(f"{what} draws random numbers")
     if region is not None:
         xp = array_module(t._data)
         values = fill(xp, call, _flat_index(xp, shape, region))

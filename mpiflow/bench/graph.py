@@ -1,0 +1,245 @@
+"""The graph suite: one training step as an ``nn.Graph`` (a replayed plan) beside eager mode.
+
+``python -m mpiflow.bench --suite graph`` (named, not part of ``all``) builds the MLPs of
+:mod:`.engine_models` (64-128-64-10 at batch 16: dispatch-bound; 512-1024-512, 1M parameters,
+at batch 32) twice from the same weights, trains one eagerly (``zero_grad``, forward,
+cross-entropy, ``backward``, ``step``) and one through a graph whose ``build()`` is the same
+forward and backward, and times both in the same interleaved rounds. On one rank the tensors
+are local; on several, global: parameters ``B`` and the batch ``S(0)`` over every rank (data
+parallel, the gradients' all-reduces planned by the layouts). SGD with momentum 0.9 and
+``foreach=True`` on both sides. The goals: the small step at most :data:`SMALL_GOAL` x the
+eager step's time, the 1M step at most :data:`LARGE_GOAL` x (no slower).
+
+The pure parts (the result class and its formatting) need no MPI.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+
+from ..nn.graph import Graph
+from .metrics import Timings
+from .plan import Settings
+
+__all__ = ["LARGE_GOAL", "SMALL_GOAL", "GraphResult", "GraphRow", "build_graph_steps",
+           "format_graph", "run_graph", "zero_state_bytes"]
+
+SMALL_GOAL = 0.7
+LARGE_GOAL = 1.0
+SIDES = ("eager", "graph")
+
+
+@dataclass(frozen=True)
+class GraphRow:
+    """One model: its eager and graph step times."""
+
+    model: str
+    params: int
+    timings: Timings
+
+    @property
+    def goal(self) -> float:
+        """The allowed graph/eager ratio."""
+        return SMALL_GOAL if self.model == "small" else LARGE_GOAL
+
+    @property
+    def ratio(self) -> float:
+        """The graph step's time over the eager step's (paired by round)."""
+        return self.timings.ratio("graph", "eager")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "params": self.params, "graph_vs_eager": self.ratio,
+                "goal": self.goal, "goal_met": self.ratio <= self.goal,
+                "sides": self.timings.to_json()}
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    """The rows of one run, its rank count, and the optimizer-state bytes per rank of the 1M
+    model with Adam (max over ranks) without and with ZeRO stage 1 (None: not measured)."""
+
+    nranks: int
+    rows: tuple[GraphRow, ...]
+    zero: tuple[int, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows],
+                "zero_state_bytes": None if self.zero is None else
+                {"unsharded": self.zero[0], "zero1": self.zero[1]}}
+
+
+def build_graph_steps(model: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """The eager step and the graph step of ``model`` (a key of ``engine_models.MODELS``),
+    from the same weights and batch; global over every rank when there are several.
+
+    Examples:
+        >>> eager, graph = build_graph_steps("small")
+        >>> eager(); graph()
+    """
+    from .. import nn, optim
+    from ..communication.mpi.group import world_comm
+    from ..layouts.placement import Placement
+    from ..layouts.sbp import Broadcast, Split
+    from ..nn import functional as F
+    from ..tensors.creation import tensor
+    from .engine_models import MODELS
+
+    widths, batch = MODELS[model]
+    size = world_comm.size
+    rng = numpy.random.default_rng(0)
+    x = tensor(rng.standard_normal((batch * size, widths[0]), dtype=numpy.float32))
+    y = tensor(rng.integers(0, widths[-1], batch * size))
+    placement = Placement("cpu", list(range(size))) if size > 1 else None
+    if placement is not None:
+        x = x.to_global(placement, Broadcast()).to_global(placement, Split(0))
+        y = y.to_global(placement, Broadcast()).to_global(placement, Split(0))
+
+    def make() -> tuple[Any, Any]:
+        from ..tensors.random import manual_seed
+
+        manual_seed(0)
+        mods: list[Any] = []
+        for i in range(len(widths) - 1):
+            mods.append(nn.Linear(widths[i], widths[i + 1]))
+            if i < len(widths) - 2:
+                mods.append(nn.ReLU())
+        net = nn.Sequential(*mods)
+        if placement is not None:
+            net.to_global(placement, Broadcast())
+        return net, optim.SGD(net.parameters(), lr=1e-3, momentum=0.9, foreach=True)
+
+    net, opt = make()
+
+    def eager() -> None:
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+
+    class Step(nn.Graph):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net, graph_opt = make()
+            self.add_optimizer(graph_opt)
+
+        def build(self, inputs: Any, target: Any) -> Any:
+            loss = F.cross_entropy(self.net(inputs), target)
+            loss.backward()
+            return loss
+
+    graph = Step()
+
+    def graph_step() -> None:
+        graph(x, y)
+
+    return eager, graph_step
+
+
+class _AdamStep(Graph):
+    """One training step of a model with its optimizer (the ZeRO measurement's graph)."""
+
+    def __init__(self, net: Any, opt: Any) -> None:
+        super().__init__()
+        self.net = net
+        self.add_optimizer(opt)
+
+    def build(self, inputs: Any, target: Any) -> Any:
+        from ..nn import functional as F
+
+        loss = F.cross_entropy(self.net(inputs), target)
+        loss.backward()
+        return loss
+
+
+def zero_state_bytes(model: str = "1m") -> tuple[int, int]:
+    """The optimizer-state bytes this rank holds after one Adam step of ``model``'s graph,
+    without and with ZeRO stage 1 (collective; parameters ``B`` over every rank)."""
+    from .. import nn, optim
+    from ..communication.mpi.group import world_comm
+    from ..layouts.placement import Placement
+    from ..layouts.sbp import Broadcast, Split
+    from ..nn.graph.zero import state_bytes
+    from ..tensors.creation import tensor
+    from .engine_models import MODELS
+
+    widths, batch = MODELS[model]
+    size = world_comm.size
+    placement = Placement("cpu", list(range(size)))
+    rng = numpy.random.default_rng(0)
+    x = tensor(rng.standard_normal((batch * size, widths[0]), dtype=numpy.float32))
+    y = tensor(rng.integers(0, widths[-1], batch * size))
+    x, y = (t.to_global(placement, Broadcast()).to_global(placement, Split(0)) for t in (x, y))
+    held = []
+    for zero in (False, True):
+        net = nn.Sequential(*[nn.Linear(a, b) for a, b in itertools.pairwise(widths)])
+        net.to_global(placement, Broadcast())
+        opt = optim.Adam(net.parameters(), lr=1e-3)
+
+        graph = _AdamStep(net, opt)
+        if zero:
+            graph.config.enable_zero(True, stage=1)
+        graph(x, y)
+        held.append(state_bytes(opt))
+    return held[0], held[1]
+
+
+def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> GraphResult:
+    """Time the eager and graph steps of each model in interleaved rounds (collective)."""
+    from mpi4py import MPI
+
+    from ..communication.mpi.group import world_comm
+    from .engine_models import param_count
+    from .runner import measure_interleaved
+
+    timer = MPI.COMM_WORLD.Dup()
+    try:
+        rows = []
+        for model in models:
+            steps = list(build_graph_steps(model))
+            iters = 100 if model == "small" else 10
+            times = measure_interleaved([steps], [iters], [max(3, iters // 5)],
+                                        settings.rounds, timer)
+            rows.append(GraphRow(model, param_count(model), Timings(SIDES, tuple(
+                tuple(times[0, :, i].tolist()) for i in range(len(SIDES))), settings.stat)))
+        held = zero_state_bytes("1m")
+        zero = (timer.allreduce(held[0], op=MPI.MAX), timer.allreduce(held[1], op=MPI.MAX))
+        return GraphResult(world_comm.size, tuple(rows), zero)
+    finally:
+        timer.Free()
+
+
+def format_graph(result: GraphResult, markdown: bool = False) -> str:
+    """The table and the goals' verdicts.
+
+    Examples:
+        >>> t = Timings(SIDES, ((2e-3, 2e-3), (1e-3, 1e-3)))
+        >>> print(format_graph(GraphResult(1, (GraphRow("small", 13002, t),))))
+        # graph: nn.Graph step vs eager step (1 rank(s), local tensors)
+        model  params  eager ms  graph ms  graph/eager        goal
+        small   13002     2.000     1.000        0.50x  <=0.7x met
+    """
+    kind = "local tensors" if result.nranks == 1 else "global: B parameters, S(0) batch"
+    lines = [f"# graph: nn.Graph step vs eager step ({result.nranks} rank(s), {kind})"]
+    header = ["model", "params", "eager ms", "graph ms", "graph/eager", "goal"]
+    rows = []
+    for r in result.rows:
+        t = r.timings
+        rows.append([r.model, str(r.params), f"{t.time('eager') * 1e3:.3f}",
+                     f"{t.time('graph') * 1e3:.3f}", f"{r.ratio:.2f}x",
+                     f"<={r.goal:g}x " + ("met" if r.ratio <= r.goal else "NOT met")])
+    if markdown:
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    else:
+        widths = [max(len(c) for c in col) for col in zip(header, *rows)]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, *rows]]
+    if result.zero is not None:
+        whole, sharded = result.zero
+        lines.append(f"ZeRO stage 1, 1m model, Adam: optimizer state per rank {whole / 2**20:.2f} "
+                     f"MiB unsharded, {sharded / 2**20:.2f} MiB sharded ({sharded / whole:.2f}x;"
+                     f" 1/N = {1 / result.nranks:.2f})")
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""ZeRO for ``nn.Graph``: the optimizer's states sharded over the data-parallel ranks.
+
+With ``graph.config.enable_zero(True, stage=1)``, each parameter that is global, broadcast
+(``B`` on every mesh axis) over more than one rank and has at least ``shard_min_size`` elements
+is updated through a shard of it: a global tensor of the same value, split along dim 0
+(``S(0)``), which takes the parameter's place in the optimizer's group. Each rank then keeps
+the optimizer's states (momentum, Adam's moments) for its rows only, about ``1/N`` of them; after
+the update the rows are gathered back into the parameter (one all-gather per parameter). The
+updates are elementwise, so the parameters get the same bits as without ZeRO. Gradient
+clipping runs on the whole gradients before they are sharded, as without ZeRO.
+
+Stages 2 and 3 (gradients, parameters sharded) are accepted and run as stage 1 here: the
+gradients are all-reduced whole, as the ``B`` parameters' layouts ask.
+
+Examples:
+    >>> p = nn.Parameter(flow.ones(4))
+    >>> opt = flow.optim.SGD([p], lr=0.1, momentum=0.9)
+    >>> zero = Zero(opt, min_size=1)
+    >>> zero.sharded   # nothing to shard on one rank
+    0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...autograd import no_grad
+from ...layouts.sbp import Broadcast, Split
+from ...tensors.tensor import Tensor
+from ..utils import clip_grad_norm_
+
+__all__ = ["Zero", "state_bytes"]
+
+
+def _shardable(p: Tensor, min_size: int) -> bool:
+    return (p.is_global and len(p.placement.ranks) > 1 and p.ndim >= 1
+            and all(isinstance(s, Broadcast) for s in p.sbp) and p.numel() >= min_size)
+
+
+class Zero:
+    """The shards of one optimizer's parameters, and the update through them.
+
+    Args:
+        optim: the optimizer; its groups' shardable parameters are replaced by their shards
+            (once, here), so its state is kept per shard.
+        min_size: parameters with fewer elements stay whole.
+    """
+
+    def __init__(self, optim: Any, min_size: int = 1024) -> None:
+        self.optim = optim
+        self.pairs: list[tuple[Tensor, Tensor]] = []  # (parameter, its shard)
+        self.clip: list[tuple[list[Tensor], float, float]] = []
+        for group in optim.param_groups:
+            whole = list(group["params"])
+            if group.get("clip_grad_max_norm") is not None:
+                self.clip.append((whole, group["clip_grad_max_norm"],
+                                  group.get("clip_grad_norm_type", 2.0)))
+                group["clip_grad_max_norm"] = None  # clipped here, on the whole gradients
+            params = []
+            for p in whole:
+                if _shardable(p, min_size) and not any(k is p for k in optim.state):
+                    shard = _shard_of(p)
+                    self.pairs.append((p, shard))
+                    params.append(shard)
+                else:
+                    params.append(p)
+            group["params"] = params
+
+    @property
+    def sharded(self) -> int:
+        """How many parameters are updated through shards."""
+        return len(self.pairs)
+
+    def step(self) -> None:
+        """Clip, hand each shard its rows of the gradient, step, gather the rows back."""
+        for params, max_norm, norm_type in self.clip:
+            clip_grad_norm_(params, max_norm, norm_type)
+        with no_grad():
+            for p, shard in self.pairs:
+                g = p.grad
+                shard.grad = None if g is None else _shard_of(g)
+            self.optim.step()
+            for p, shard in self.pairs:
+                if p.grad is not None:
+                    whole = shard.to_global(p.placement, p.sbp)
+                    p._data[...] = whole._data
+                    p._version += 1
+                shard.grad = None
+
+
+def _shard_of(t: Tensor) -> Tensor:
+    """``t`` (global, ``B``) as a new global tensor split along dim 0 (its rows copied)."""
+    sbp = (Split(0), *[Broadcast() for _ in t.sbp[1:]])
+    shard = t.detach().to_global(t.placement, sbp)
+    out = Tensor(shard._data.copy(), shard._placement, shard._sbp, shard._shape)
+    out.requires_grad = t.requires_grad
+    return out
+
+
+def state_bytes(optim: Any) -> int:
+    """The bytes this rank holds in ``optim``'s state tensors (its shards of them).
+
+    Examples:
+        >>> p = nn.Parameter(flow.ones(4))
+        >>> opt = flow.optim.SGD([p], lr=0.1, momentum=0.9)
+        >>> p.sum().backward(); opt.step()
+        >>> state_bytes(opt)
+        16
+    """
+    total = 0
+    for state in optim.state.values():
+        for value in state.values():
+            if isinstance(value, Tensor):
+                total += int(value._data.nbytes)
+    return total

@@ -1,0 +1,33 @@
+"""The graph suite: the steps it times train the same model, and its table."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpiflow.bench.graph import GraphResult, GraphRow, build_graph_steps, format_graph
+from mpiflow.bench.metrics import Timings
+from mpiflow.bench.suites import OPTIONAL_SUITES, expand_suites
+
+
+def test_graph_is_a_named_suite() -> None:
+    assert "graph" in OPTIONAL_SUITES
+    assert expand_suites(["graph"]) == ("graph",)
+    assert "graph" not in expand_suites(["all"])
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(60)
+def test_eager_and_graph_steps_run() -> None:
+    eager, graph = build_graph_steps("small")
+    for _ in range(3):
+        eager()
+        graph()
+
+
+def test_format_marks_the_goals() -> None:
+    slow = Timings(("eager", "graph"), ((1e-3, 1e-3), (9e-4, 9e-4)))
+    text = format_graph(GraphResult(2, (GraphRow("small", 10, slow), GraphRow("1m", 10, slow))),
+                        markdown=True)
+    assert "| small | 10 | 1.000 | 0.900 | 0.90x | <=0.7x NOT met |" in text
+    assert "| 1m | 10 | 1.000 | 0.900 | 0.90x | <=1x met |" in text
+    assert "global: B parameters, S(0) batch" in text
