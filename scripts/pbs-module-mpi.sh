@@ -31,9 +31,19 @@ export OMP_NUM_THREADS=1                         # cores per rank: ncpus / mpipr
 # export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 read -r -a PROGRAM <<< "${MPIFLOW_PROGRAM:-examples/hello.py}"
 
-python -m mpiflow info | grep "MPI library"        # must name the module's MPI
-# Open MPI built with PBS support (tm) reads the nodes from the job; -x exports variables to
-# the remote ranks. Hydra-based MPIs (MPICH, Intel MPI): -genvall instead of the -x options.
-# Or: python -m mpiflow.launch -n "$NP" "${PROGRAM[@]}" (finds "$MPIEXEC" by MPI4PY_LIBMPI).
-"$MPIEXEC" -n "$NP" -x PATH -x MPI4PY_LIBMPI -x LD_LIBRARY_PATH -x OMP_NUM_THREADS \
-  python "${PROGRAM[@]}"
+# Which MPI mpi4py loads, asked without starting it (MPI allows the call before MPI_Init).
+# (Or build mpi4py against the module instead of MPI4PY_LIBMPI: with the module loaded,
+#  pip install --no-binary mpi4py --force-reinstall mpi4py.)
+LIBRARY="$(python -c 'import mpi4py; mpi4py.rc.initialize = False
+from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])')"
+echo "mpi4py loads: $LIBRARY"                      # must name the module's MPI
+# How the library's mpiexec hands this environment (the venv's PATH, MPI4PY_LIBMPI, ...) to
+# the ranks on the other nodes. Open MPI built with PBS support (tm) reads the nodes from the
+# job; Hydra (MPICH, Intel MPI) reads $PBS_NODEFILE.
+case "$LIBRARY" in
+  *"Open MPI"*) EXPORT=(-x PATH -x MPI4PY_LIBMPI -x LD_LIBRARY_PATH -x OMP_NUM_THREADS) ;;
+  *) EXPORT=(-genvall -f "$PBS_NODEFILE") ;;     # Intel MPI, MPICH (Cray PALS: --ppn 16)
+esac
+# Or: python -m mpiflow.launch -n "$NP" --hostfile "$PBS_NODEFILE" "${PROGRAM[@]}" (finds
+# "$MPIEXEC" by MPI4PY_LIBMPI and translates the options for the library).
+"$MPIEXEC" -n "$NP" "${EXPORT[@]}" python "${PROGRAM[@]}"

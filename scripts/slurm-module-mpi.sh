@@ -32,7 +32,17 @@ export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
 # export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=8589934592
 if [ "$#" -eq 0 ]; then set -- examples/hello.py; fi
 
-python -m mpiflow info | grep "MPI library"        # must name the module's MPI
-# srun starts every rank through the site MPI's PMI/PMIx plugin (srun --mpi=list shows them;
-# add e.g. --mpi=pmix if the site's default is not the one the MPI needs).
-srun --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" python "$@"
+# Which MPI mpi4py loads, asked without starting it (MPI allows the call before MPI_Init).
+# (Or build mpi4py against the module instead of MPI4PY_LIBMPI: with the module loaded,
+#  pip install --no-binary mpi4py --force-reinstall mpi4py.)
+LIBRARY="$(python -c 'import mpi4py; mpi4py.rc.initialize = False
+from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])')"
+echo "mpi4py loads: $LIBRARY"                      # must name the module's MPI
+# srun starts every rank through the PMI plugin the library speaks (srun --mpi=list).
+case "$LIBRARY" in
+  *"Open MPI"*) SRUN_MPI=pmix ;;                   # Open MPI 4 and 5: PMIx
+  *"Intel(R) MPI"*) SRUN_MPI=pmi2                  # Intel MPI: Slurm's PMI-2 library
+    export I_MPI_PMI_LIBRARY="${I_MPI_PMI_LIBRARY:-/usr/lib64/libpmi2.so}" ;;
+  *) SRUN_MPI="${MPIFLOW_SRUN_MPI:-}" ;;           # MPICH, MVAPICH, Cray: the site's default
+esac
+srun ${SRUN_MPI:+--mpi="$SRUN_MPI"} --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" python "$@"

@@ -43,7 +43,8 @@ from mpiflow.communication.mpi.group import world_comm
 
 RANK, SIZE = world_comm.rank, world_comm.size
 MiB = 1 << 20
-ALL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
+ALL_OPS = ("all_reduce", "all_reduce_out_of_place", "all_gather", "reduce_scatter", "broadcast",
+           "all_to_all", "send_recv")
 
 
 # -- sizes and iterations --------------------------------------------------------------------
@@ -105,7 +106,8 @@ def test_bus_factors_are_nccl_tests() -> None:
         assert SPREAD_FACTOR(n) == pytest.approx((n - 1) / n)
         assert ONE_FACTOR(n) == 1.0
     factors = {c.name: c.bus_factor for c in select()}
-    assert factors == {"all_reduce": ALL_REDUCE_FACTOR, "all_gather": SPREAD_FACTOR,
+    assert factors == {"all_reduce": ALL_REDUCE_FACTOR,
+                       "all_reduce_out_of_place": ALL_REDUCE_FACTOR, "all_gather": SPREAD_FACTOR,
                        "reduce_scatter": SPREAD_FACTOR, "broadcast": ONE_FACTOR,
                        "all_to_all": SPREAD_FACTOR, "send_recv": ONE_FACTOR}
 
@@ -244,10 +246,12 @@ def test_mpiflow_and_raw_do_the_same(name: str) -> None:
         if prepared.send is not None:
             prepared.send[...] = rank_data(prepared.send.shape, numpy.float32, RANK)
         prepared.recv[...] = rank_data(prepared.recv.shape, numpy.float32, RANK, salt=1)
+        if name == "all_reduce_out_of_place":  # the raw side sums send into recv
+            prepared.send[...] = prepared.recv
         call()
         results.append(prepared.recv.copy())
     numpy.testing.assert_array_equal(results[0], results[1])
-    if name == "all_reduce":
+    if name in ("all_reduce", "all_reduce_out_of_place"):
         expected = sum(rank_data(results[0].shape, numpy.float32, r, salt=1) for r in range(SIZE))
         numpy.testing.assert_array_equal(results[0], expected)
 

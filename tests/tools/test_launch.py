@@ -379,3 +379,50 @@ def test_a_launch_inside_a_job_does_not_pass_on_its_torchrun_variables(
     done = launch("-n", "2", "--timeout", "60", show, env=outer)
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.split("\n")[:2]) == ["None 0 0 2", "None 1 0 2"], done.stdout
+
+
+MODULE_TEMPLATES = ["slurm-module-mpi.sh", "pbs-module-mpi.sh"]
+
+
+def _template_part(name: str, start: str, end: str) -> str:
+    text = (ROOT / "scripts" / name).read_text()
+    first = text.index(start)
+    return text[first:text.index(end, first) + len(end)]
+
+
+@pytest.mark.parametrize("name", MODULE_TEMPLATES)
+def test_module_templates_name_the_library_without_starting_mpi(name: str) -> None:
+    """The templates' own line, run with this Python: it names the library mpi4py loads."""
+    line = _template_part(name, 'LIBRARY="$(', "')\"")
+    env = job_env({"PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})
+    done = subprocess.run(["bash", "-c", f"{line}\necho \"$LIBRARY\""], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == LIBRARY.replace("\0", "").strip().splitlines()[0].strip()
+
+
+@pytest.mark.parametrize(("library", "srun_mpi", "pmi_library"), [
+    (LIB_OPENMPI, "pmix", ""), (LIB_INTEL, "pmi2", "/usr/lib64/libpmi2.so"),
+    (LIB_MPICH, "", ""), (LIB_CRAY, "", ""),
+])
+def test_slurm_module_template_picks_the_pmi_plugin_per_library(
+        library: str, srun_mpi: str, pmi_library: str) -> None:
+    block = _template_part("slurm-module-mpi.sh", 'case "$LIBRARY" in', "esac")
+    done = subprocess.run(["bash", "-c", f"{block}\necho \"$SRUN_MPI|${{I_MPI_PMI_LIBRARY:-}}\""],
+                          capture_output=True, text=True, timeout=30,
+                          env={"LIBRARY": library.splitlines()[0], "PATH": os.defpath})
+    assert done.stdout.strip() == f"{srun_mpi}|{pmi_library}", done.stderr
+
+
+@pytest.mark.parametrize(("library", "options"), [
+    (LIB_OPENMPI, "-x PATH -x MPI4PY_LIBMPI -x LD_LIBRARY_PATH -x OMP_NUM_THREADS"),
+    (LIB_INTEL, "-genvall -f nodes"), (LIB_MPICH, "-genvall -f nodes"),
+])
+def test_pbs_module_template_passes_the_environment_per_library(library: str,
+                                                                options: str) -> None:
+    block = _template_part("pbs-module-mpi.sh", 'case "$LIBRARY" in', "esac")
+    done = subprocess.run(["bash", "-c", f'{block}\necho "${{EXPORT[*]}}"'], capture_output=True,
+                          text=True, timeout=30, env={"LIBRARY": library.splitlines()[0],
+                                                      "PBS_NODEFILE": "nodes",
+                                                      "PATH": os.defpath})
+    assert done.stdout.strip() == options, done.stderr
