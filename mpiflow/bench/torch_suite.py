@@ -52,6 +52,7 @@ import numpy
 from mpi4py import MPI
 
 from ..communication.mpi.group import world_comm
+from ..core.extras import install_hint
 from .metrics import (
     ALL_REDUCE_FACTOR,
     ONE_FACTOR,
@@ -331,7 +332,7 @@ def torch_problem(settings: Settings) -> str | None:
         _import_torch(threads)
     except Exception as exc:  # ImportError, or an old torch failing in mpiflow.torch
         return (f"--suite torch needs PyTorch >= 2.1 with torch.distributed "
-                f"(pip install 'mpiflow[torch]'): {type(exc).__name__}: {exc}")
+                f"({install_hint('torch')}): {type(exc).__name__}: {exc}")
     return None
 
 

@@ -36,7 +36,7 @@ from mpiflow.bench.torch_suite import (
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAVE_TORCH,
-                                 reason="PyTorch is not installed (pip install 'mpiflow[torch]')")
+                                 reason="PyTorch is not installed (pip install torch)")
 MiB = 1 << 20
 ALL = (*TORCH_OPS, "ddp")
 

@@ -120,3 +120,17 @@ def test_debug_mode_reports_mismatched_torch_collectives_on_every_rank() -> None
     out = result.stdout  # the two ranks' lines may interleave
     assert "mismatch 0 ranks called mismatched" in out and "mismatch 1 ranks called" in out, out
     assert out.count("they differ in: shape") == 2, out
+
+
+def test_without_torch_the_import_says_how_to_install_it() -> None:
+    result = job(1, """
+        import sys
+        sys.modules["torch"] = None  # as if PyTorch were not installed
+        try:
+            import mpiflow.torch
+        except ModuleNotFoundError as exc:
+            print(exc)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "mpiflow.torch needs PyTorch, which is not installed: pip install 'torch>=2.1'" \
+        in result.stdout, result.stdout
