@@ -20,6 +20,8 @@ import threading
 from collections.abc import Mapping
 from types import ModuleType
 
+from .core.extras import install_hint
+
 __all__ = [
     "CudaUnavailableError",
     "current_device",
@@ -31,7 +33,7 @@ __all__ = [
     "unavailable_reason",
 ]
 
-INSTALL_HINT = "pip install mpiflow[gpu]"
+INSTALL_HINT = install_hint("gpu", "cupy-cuda12x")
 
 
 class CudaUnavailableError(RuntimeError):
@@ -105,8 +107,8 @@ def explain(cupy_problem: str | None, count: int, count_error: str | None = None
         The message, or None.
 
     Examples:
-        >>> explain("missing", 0).endswith("CuPy is not installed (pip install mpiflow[gpu])")
-        True
+        >>> print(explain("missing", 0))  # doctest: +ELLIPSIS
+        'cuda' tensors need CuPy and a CUDA device: CuPy is not installed (pip install cupy...)
     """
     head = "'cuda' tensors need CuPy and a CUDA device: "
     if cupy_problem == "missing":

@@ -51,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
+from .core.extras import install_hint
 from .core.launcher_env import fresh_job_env
 from .core.mpi_settings import (
     all_local,
@@ -304,7 +305,7 @@ def find_launcher(library_version: str, explicit: str | None, environ: Mapping[s
         "such a launcher starts N separate worlds of one process each. Either",
         "  * name the launcher of mpi4py's library: --mpiexec PATH (or MPIEXEC=PATH),",
         "  * or make mpi4py load the launcher's library: MPI4PY_LIBMPI=/path/to/libmpi.so",
-        "    (see docs/hpc.md), or install the embedded MPI: pip install 'mpiflow[mpich]'.",
+        "    (see docs/hpc.md), or install the embedded MPI: " + install_hint("mpich") + ".",
     ]
     raise LaunchError("\n".join(lines))
 

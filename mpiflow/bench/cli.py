@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..communication.mpi.group import world_comm
+from ..core.extras import install_hint
 from ..cuda import CudaUnavailableError
 from .cases import BenchCase, select
 from .metrics import Row
@@ -293,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .plot import have_matplotlib
 
         if not comm.bcast(have_matplotlib() if rank == 0 else None, root=0):
-            return fail("--plot needs matplotlib: pip install 'mpiflow[examples]'")
+            return fail(f"--plot needs matplotlib: {install_hint('examples', 'matplotlib')}")
     meta = describe_run(settings)
 
     def say(text: str) -> None:

@@ -3,7 +3,7 @@
 One log-log subplot per operation measured in the run: every OSU case (algbw, the size by the
 nccl-tests convention) and every redistribution conversion (the tensor's bytes over the time;
 even shapes as lines, uneven ones as single markers). matplotlib is imported only when a plot
-is written (``pip install mpiflow[examples]``); :func:`bandwidth_series` and
+is written (``pip install matplotlib``); :func:`bandwidth_series` and
 :func:`series_from_json` are pure.
 
 A run's ``--json`` file can be drawn again without running anything:
@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..core.extras import install_hint
 from .metrics import Row
 
 __all__ = ["Series", "bandwidth_series", "have_matplotlib", "main", "series_from_json",
@@ -117,7 +118,8 @@ def write_plot(path: str, series: Sequence[Series], title: str = "", dpi: int = 
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     except ImportError as exc:
-        raise ImportError("--plot needs matplotlib: pip install 'mpiflow[examples]'") from exc
+        raise ImportError(
+            f"--plot needs matplotlib: {install_hint('examples', 'matplotlib')}") from exc
     from .plan import format_bytes
 
     size_label = FuncFormatter(lambda x, _: format_bytes(int(x)).replace(" ", "") if x >= 1

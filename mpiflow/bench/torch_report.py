@@ -63,7 +63,8 @@ def _op_table(op: TorchOpResult, markdown: bool) -> list[str]:
 
 _DDP_NAMES = {"backend": 'DistributedDataParallel(model) on the default group ("mpiflow")',
               "gloo": "DistributedDataParallel(model, process_group=gloo)",
-              "local": "the model alone, no communication"}
+              "local": "the model alone, no communication",
+              "bound": "the model alone + raw Allreduce of each gradient (DDP's bound)"}
 
 
 def _ddp_table(r: DDPStepResult, markdown: bool) -> list[str]:
@@ -138,8 +139,10 @@ def format_torch(result: TorchResult, markdown: bool = False) -> str:
         d = result.ddp
         lines.append(f"{item}summary torch ddp: {d.timings.time('backend') * 1e3:.3f} ms per step "
                      f"through the backend, {d.timings.time('gloo') * 1e3:.3f} ms through gloo "
-                     f"(local {d.timings.time('local') * 1e3:.3f} ms); gloo/backend = "
-                     f"{d.speedup:.3f} (paired)")
+                     f"(local {d.timings.time('local') * 1e3:.3f} ms, bound "
+                     f"{d.timings.time('bound') * 1e3:.3f} ms: local + raw all-reduces); "
+                     f"gloo/backend = {d.speedup:.3f}, backend/bound = {d.over_bound:.3f} "
+                     "(paired)")
     goals = "; ".join(f"{c.goal}: {_verdict(c, result.nranks)}" for c in goal_checks(result))
     lines.append(f"{item}goals (at {GOAL_RANKS} ranks): {goals}")
     return "\n".join(lines)

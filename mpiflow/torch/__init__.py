@@ -19,6 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.extras import install_hint
+
+try:
+    import torch.distributed  # noqa: F401
+except ModuleNotFoundError as _missing:
+    if (_missing.name or "").split(".")[0] != "torch":
+        raise
+    raise ModuleNotFoundError(
+        f"mpiflow.torch needs PyTorch, which is not installed: {install_hint('torch')}; "
+        "the CPU build is enough on CPU nodes (docs/torch.md)", name="torch") from None
+
 from .backend import create_process_group, register
 from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
 from .rendezvous import install as _install_rendezvous

@@ -20,8 +20,8 @@ from ..communication import Work as MPIWork
 from ..core.torch_arrays import Post, chain, check_writable
 from .work import DoneWork, PendingWork
 
-__all__ = ["DONE", "all_of", "barrier_limit", "contiguous", "flat", "flat_view", "mpi_work",
-           "overlap_enabled", "plain", "plain_pair", "premul", "scatter_rows", "then",
+__all__ = ["DECLINED", "DONE", "all_of", "barrier_limit", "contiguous", "flat", "flat_view",
+           "mpi_work", "overlap_enabled", "plain", "plain_pair", "premul", "scatter_rows", "then",
            "with_async"]
 
 TORCH_DEFAULT_TIMEOUT = getattr(dist, "default_pg_timeout", None)
@@ -42,6 +42,20 @@ def premul(t: torch.Tensor, factor: Any) -> torch.Tensor:
 
 # What a blocking call returns: torch only waits on it (a no-op), so one object serves all.
 DONE = DoneWork([])
+
+
+class _DeclinedFastPaths:
+    """The fast paths of a group with its own timeout: each declines, as a blocking MPI call
+    cannot be given up at a deadline (the general path's non-blocking one can)."""
+
+    @staticmethod
+    def _decline(*args: Any) -> bool:
+        return False
+
+    all_reduce = all_reduce_at = reduce_scatter = broadcast = all_gather = all_to_all = _decline
+
+
+DECLINED: Any = _DeclinedFastPaths()
 
 
 def barrier_limit(opts: Any, group_timeout: timedelta | None) -> timedelta | None:

@@ -26,10 +26,9 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -40,8 +39,10 @@ from ..communication import Work as MPIWork
 from ..communication.mpi.communicator import MPICommunicator
 from ..communication.watchdog.monitor import mark_call
 from ..core.torch_arrays import Post, chain, check_writable, stage
+from .deadlines import barrier_by, finish_by, timeout_message
 from .guards import Unusable, check_reduce_dtype, overlaps, self_receive
 from .plumbing import (
+    DECLINED,
     DONE,
     all_of,
     barrier_limit,
@@ -122,8 +123,12 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         super().__init__(comm.rank, comm.size)
         self._comm = comm
         self._mpi = comm.mpi_comm
-        self._fast = comm.fast
         self._timeout = timeout
+        # A group given its own timeout (new_group(timeout=...), init_process_group's) runs
+        # its collectives non-blocking and gives up at the deadline with a catchable error,
+        # as gloo does; without one the fast paths run, and the watchdog ends real hangs.
+        self._limit = barrier_limit(None, timeout)
+        self._fast = comm.fast if self._limit is None else DECLINED
         self._group_name = ""
         self._overlap = overlap_enabled()
         self._group_desc = "undefined"
@@ -165,12 +170,18 @@ class ProcessGroupMPIFlow(_ProcessGroup):
 
     # -- helpers -------------------------------------------------------------------------------
     def _async(self, opts: Any) -> bool:
-        """Whether to start the operation non-blocking (overlap mode and an async caller)."""
-        return self._overlap and opts.asyncOp
+        """Whether to start the operation non-blocking (overlap mode and an async caller, or
+        a group with a timeout)."""
+        return (self._overlap and opts.asyncOp) or self._limit is not None
 
     def _work(self, work: MPIWork | None, result: list[torch.Tensor],
               post: Post | None) -> dist._Work:
-        """The torch work of an operation started with ``async_op`` (``work``) or finished."""
+        """The torch work of an operation started with ``async_op`` (``work``) or finished;
+        on a group with a timeout, finished by the deadline or a ``RuntimeError``."""
+        if work is not None and self._limit is not None:
+            if not finish_by(work, self._limit):
+                self._give_up("a collective", self._limit)
+            work = None
         if work is None:
             if post is not None:
                 post()
@@ -214,7 +225,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                     and self._fast.all_reduce_at(t.data_ptr(), t.nbytes, datatype, _MPI_SUM))
                     or self._fast.all_reduce(plain(t), ReduceOp.SUM)):
                 return DoneWork(tensors) if async_op else DONE
-        return self._reduce_in_place(t, opts.reduceOp, async_op and self._overlap,
+        return self._reduce_in_place(t, opts.reduceOp, self._async(opts),
                                      self._comm.all_reduce)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
@@ -324,7 +335,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         if (plain_pair(output, input) and not (async_op and self._overlap)
                 and self._fast.all_gather(plain(input), plain(output))):
             return DoneWork([output]) if async_op else DONE
-        return self._all_gather(output, input, async_op and self._overlap)
+        return self._all_gather(output, input, self._async(opts))
 
     _allgather_base = all_gather_single
 
@@ -547,28 +558,17 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         opts = opts if opts is not None else _opts.BarrierOptions()
         limit = barrier_limit(opts, self._timeout)
         if limit is not None:
-            self._timed_barrier(limit)
+            if not barrier_by(self._mpi, limit):
+                self._give_up("barrier", limit)
             return DONE
         work = self._comm.barrier(async_op=self._overlap and bool(getattr(opts, "asyncOp", 0)))
         return self._work(work, [], None)
 
-    def _timed_barrier(self, limit: timedelta) -> None:
-        """A barrier that raises when the others have not arrived within ``limit``: a
-        non-blocking barrier polled against the deadline. The group is then unusable (its
-        barrier can never be matched), as gloo's is."""
-        request = self._mpi.Ibarrier()
-        deadline = time.monotonic() + limit.total_seconds()
-        pause = 1e-5
-        while not request.Test():
-            if time.monotonic() > deadline:
-                ms = round(limit.total_seconds() * 1000)
-                message = (f"[rank {self._comm.rank}] barrier of the process group "
-                           f"{self._group_name or '(default)'}: Timed out waiting {ms}ms for "
-                           f"the other ranks; the group is unusable now, make a new one")
-                self._retire(message)
-                raise RuntimeError(message)
-            time.sleep(pause)
-            pause = min(2 * pause, 1e-3)
+    def _give_up(self, what: str, limit: timedelta) -> NoReturn:
+        """Retire the group after ``what`` timed out, and raise torch's error."""
+        message = timeout_message(self._comm.rank, self._group_name, what, limit)
+        self._retire(message)
+        raise RuntimeError(message)
 
     def _retire(self, reason: str) -> None:
         """Make every later use of the group raise ``RuntimeError(reason)``."""

@@ -174,17 +174,32 @@ class MPIStore(dist.Store):
             f"(MPIStore on rank {self._rank} of {self._size}: no rank set "
             f"{'it' if len(keys) == 1 else 'them all'} in time)")
 
-    def _no_answer(self, op: Op) -> Callable[[], Exception]:
+    def _no_answer(self, op: Op, args: tuple[Any, ...]) -> Callable[[bool], Exception]:
         seconds = self._seconds(None)
-        return lambda: dist.DistStoreError(
-            f"MPIStore: rank 0 did not answer {op.name.lower()} within {seconds:g} s on "
-            f"rank {self._rank} (has rank 0 closed the store or exited?)")
+        size = sum(len(a) for a in args if isinstance(a, bytes | bytearray))
+        what = op.name.lower() + (f" of {size / (1 << 30):.2f} GiB" if size >= 1 << 26 else "")
+
+        def error(received: bool) -> Exception:
+            if received:
+                return dist.DistStoreError(
+                    f"MPIStore: rank 0 received the {what} from rank {self._rank} but its "
+                    f"answer did not arrive within {seconds:g} s (the store's timeout) after "
+                    "that; the request may have taken effect (a set stored). Is rank 0 busy "
+                    "or stopped? A longer timeout (set_timeout) gives it more time.")
+            return dist.DistStoreError(
+                f"MPIStore: rank 0 had not received the {what} from rank {self._rank} "
+                f"within {seconds:g} s (the store's timeout): has rank 0 closed the store or "
+                "exited? If it is only slow, the request still takes effect when it arrives"
+                + (" (a large value takes seconds to move; set_timeout gives it longer)"
+                   if size >= 1 << 26 else ""))
+
+        return error
 
     def _call(self, op: Op, *args: Any) -> Any:
         """Run a request that never waits for keys, here (rank 0) or on rank 0."""
         if self._client is not None:
             deadline = time.monotonic() + self._seconds(None)
-            return self._client.request(op, args, deadline, self._no_answer(op))
+            return self._client.request(op, args, deadline, self._no_answer(op, args))
         table = self._local_table()
         with table.cond:
             return APPLY[op](table, *args)
@@ -204,7 +219,7 @@ class MPIStore(dist.Store):
             values = self._client.request(
                 Op.LOOKUP, (keys, park),
                 deadline if park else time.monotonic() + self._seconds(None),
-                lambda: self._timeout_error(keys, seconds))
+                lambda _received: self._timeout_error(keys, seconds))
             if values is None:
                 raise self._timeout_error(keys, seconds)
             return list(values)

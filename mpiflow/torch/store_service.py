@@ -398,8 +398,14 @@ class Client:
             return self._last_tag, next(_request_ids)
 
     def request(self, op: Op, args: tuple[Any, ...], deadline: float,
-                on_timeout: Callable[[], Exception]) -> Any:
-        """Send one request to rank 0 and wait for its answer until ``deadline``."""
+                on_timeout: Callable[[bool], Exception]) -> Any:
+        """Send one request to rank 0 and wait for its answer until ``deadline``.
+
+        The time a large request takes to reach rank 0 does not count: once rank 0 has
+        received it, the answer gets as long again as was left when it was sent.
+        ``on_timeout(received)`` makes the error; ``received`` says whether rank 0 had
+        received the request (a ``set`` then may have been stored).
+        """
         tag, request_id = self._ticket()
         with self._lock:
             if self.closed:
@@ -408,6 +414,8 @@ class Client:
         try:
             send = self._send(op, tag, request_id, args)
             start = time.monotonic()
+            allowed = deadline - start
+            received = False
             delay = _MIN_DELAY
             while True:
                 message = self.comm.improbe(0, tag)
@@ -428,9 +436,12 @@ class Client:
                     raise dist.DistStoreError(
                         f"MPIStore: the store was closed on rank {self.rank} during a call")
                 now = time.monotonic()
+                if not received and send.Test():  # rank 0 has the whole request now
+                    received = True
+                    deadline = max(deadline, now + allowed)
                 if now >= deadline:
                     self._forget(send, op, request_id)
-                    raise on_timeout()
+                    raise on_timeout(received)
                 time.sleep(min(delay, deadline - now))
                 delay = _next_delay(delay, now - start)
         finally:

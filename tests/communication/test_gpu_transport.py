@@ -919,7 +919,7 @@ def test_mpi_communicator_routes_device_arrays(monkeypatch: pytest.MonkeyPatch) 
 def test_explain_says_what_is_missing() -> None:
     assert cuda.explain(None, 2) is None
     missing = cuda.explain("missing", 0)
-    assert missing is not None and "CuPy is not installed (pip install mpiflow[gpu])" in missing
+    assert missing is not None and "CuPy is not installed (pip install cupy-cuda12x" in missing
     broken = cuda.explain("ImportError: libcudart.so.12", 0)
     assert broken is not None and "does not import (ImportError: libcudart.so.12)" in broken
     none = cuda.explain(None, 0, "cudaErrorNoDevice", {"CUDA_VISIBLE_DEVICES": ""})
@@ -980,5 +980,5 @@ def test_gpu_modules_import_without_cupy() -> None:
     )
     job = run_job(1, code, launcher=[])
     assert job.returncode == 0, job.stderr
-    assert "CuPy is not installed (pip install mpiflow[gpu])" in job.stdout
+    assert "CuPy is not installed (pip install cupy-cuda12x" in job.stdout
     assert "staged-mpi" in job.stdout or "cuda-aware-mpi" in job.stdout

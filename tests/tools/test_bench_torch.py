@@ -36,7 +36,7 @@ from mpiflow.bench.torch_suite import (
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAVE_TORCH,
-                                 reason="PyTorch is not installed (pip install 'mpiflow[torch]')")
+                                 reason="PyTorch is not installed (pip install torch)")
 MiB = 1 << 20
 ALL = (*TORCH_OPS, "ddp")
 
@@ -89,7 +89,7 @@ def _row(op: str, size: int, backend_us: float, raw_us: float, gloo_us: float,
     return TorchRow(op, size, size, 10, 2, nranks, 1.0, Timings(SIDES, times), beside_gloo)
 
 
-def _result(nranks: int = 2, ddp_gloo_ms: float = 9.0) -> TorchResult:
+def _result(nranks: int = 2, ddp_bound_ms: float = 2.8) -> TorchResult:
     reduce = TorchOpResult("all_reduce", "dist.all_reduce(t)", "comm.Allreduce(...)",
                            "2(n-1)/n",
                            (_row("all_reduce", 8, 2.0, 1.0, 30.0, nranks),
@@ -99,8 +99,8 @@ def _result(nranks: int = 2, ddp_gloo_ms: float = 9.0) -> TorchResult:
     send = TorchOpResult("send_recv", "dist.send(t, peer); dist.recv(t, peer)", "comm.Send",
                          "1", ())
     ddp = DDPStepResult(4, 8, 2, 76, nranks, 5,
-                        Timings(DDP_SIDES, ((3e-3, 4e-3), (ddp_gloo_ms * 1e-3, 1e-2),
-                                            (1e-3, 1e-3))))
+                        Timings(DDP_SIDES, ((3e-3, 4e-3), (9e-3, 1e-2), (1e-3, 1e-3),
+                                            (ddp_bound_ms * 1e-3, 3.8e-3))))
     return TorchResult("2.x", 1, nranks, 2, "min", (reduce, send), ddp)
 
 
@@ -112,8 +112,8 @@ def test_rows_and_goals() -> None:
     checks = goal_checks(result)
     assert [c.met for c in checks] == [True, False, True]  # 8 B, >= 1 MiB (1.2 at 4 MiB), DDP
     assert checks[1].value == pytest.approx(1.2) and checks[1].where == "4 MiB"
-    assert checks[2].value == pytest.approx(2.75)  # the median of 3.0 and 2.5
-    slow = goal_checks(_result(ddp_gloo_ms=4.0))[2]
+    assert checks[2].value == pytest.approx((3 / 2.8 + 4 / 3.8) / 2)  # paired, the median
+    slow = goal_checks(_result(ddp_bound_ms=2.0))[2]
     assert slow.met is False
     # Judged at 2 ranks only; without the DDP step or the sizes, not measured.
     assert [c.met for c in goal_checks(_result(nranks=4))] == [None, None, None]
@@ -123,6 +123,7 @@ def test_rows_and_goals() -> None:
     assert data["ops"]["all_reduce"]["rows"][0]["backend_vs_raw"] == 2.0
     assert data["ops"]["all_reduce"]["rows"][0]["gloo_pass"]["gloo"]["time_us"] == pytest.approx(30)
     assert data["ddp"]["gloo_vs_backend"] == pytest.approx(2.75)
+    assert data["ddp"]["backend_vs_bound"] == pytest.approx((3 / 2.8 + 4 / 3.8) / 2)
     assert [g["met"] for g in data["goals"]] == [True, False, True]
 
 
@@ -140,9 +141,10 @@ def test_tables() -> None:
     assert [" ".join(c[11:]) for c in cells] == ["ok (<= 3)", "", "ok (<= 1.1)", "MISS (<= 1.1)"]
     assert "skipped: needs 2 ranks" in text and "torch threads per rank: 1" in text
     assert "summary torch ddp:" in text and "gloo/backend = 2.750" in text
+    assert "backend/bound = 1.062" in text
     assert lines[-1].startswith("goals (at 2 ranks): all_reduce 8 B: backend/raw <= 3: 2.000 "
                                 "at 8 B met;")
-    assert lines[-1].endswith("DDP step: gloo/backend >= 2: 2.750 met")
+    assert lines[-1].endswith("DDP step: backend/bound <= 1.1: 1.062 met")
     assert "judged at 2 ranks (here 4)" in format_torch(_result(nranks=4))
     md = format_torch(_result(), markdown=True).splitlines()
     assert md[0] == "### torch" and "### torch all_reduce" in md and "### torch ddp" in md
@@ -220,7 +222,7 @@ def test_torch_suite_job(tmp_path: Path) -> None:
             assert all(numbers[k] > 0 for k in (0, 1, 3, 5, 7, 8)), (op, cells)  # times, ratios
     at = lines.index("== torch ddp")
     assert "Linear(4, 8), ReLU, Linear(8, 4) (76 parameters" in lines[at + 1]
-    ddp = {line.split()[0]: line for line in lines[at + 3:at + 6]}
+    ddp = {line.split()[0]: line for line in lines[at + 3:at + 7]}
     assert set(ddp) == set(DDP_SIDES)
     assert all(float(line.split()[-2]) > 0 for line in ddp.values())  # ms per step
     for op in TORCH_OPS:
@@ -231,6 +233,7 @@ def test_torch_suite_job(tmp_path: Path) -> None:
     assert data["ranks"] == 2 and data["threads"] == 1 and list(data["ops"]) == list(TORCH_OPS)
     assert all(len(o["rows"]) == 2 for o in data["ops"].values())
     assert data["ddp"]["params"] == 76 and data["ddp"]["gloo_vs_backend"] > 0
+    assert data["ddp"]["backend_vs_bound"] > 0
     assert [g["met"] is None for g in data["goals"]] == [False, True, False]  # no 1 MiB row
 
 

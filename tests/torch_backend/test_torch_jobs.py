@@ -120,3 +120,46 @@ def test_debug_mode_reports_mismatched_torch_collectives_on_every_rank() -> None
     out = result.stdout  # the two ranks' lines may interleave
     assert "mismatch 0 ranks called mismatched" in out and "mismatch 1 ranks called" in out, out
     assert out.count("they differ in: shape") == 2, out
+
+
+def test_without_torch_the_import_says_how_to_install_it() -> None:
+    result = job(1, """
+        import sys
+        sys.modules["torch"] = None  # as if PyTorch were not installed
+        try:
+            import mpiflow.torch
+        except ModuleNotFoundError as exc:
+            print(exc)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "mpiflow.torch needs PyTorch, which is not installed: pip install 'torch>=2.1'" \
+        in result.stdout, result.stdout
+
+
+def test_a_collective_on_a_group_with_a_timeout_raises_when_others_do_not_come() -> None:
+    """gloo's contract: past the group's timeout a collective raises (catchable), and the
+    group is unusable. Unchecked (MPIFLOW_CHECK=off): a sampled check's exchange is a
+    blocking collective of its own, which only the watchdog ends (docs/torch.md)."""
+    result = job(2, """
+        import datetime, time
+        import torch, torch.distributed as dist
+        dist.init_process_group("mpiflow")
+        sub = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=1))
+        dist.all_reduce(torch.ones(1), group=sub)  # both come: fine
+        if dist.get_rank() == 0:
+            start = time.monotonic()
+            try:
+                dist.all_reduce(torch.ones(3), group=sub)
+            except RuntimeError as exc:
+                print("raised", round(time.monotonic() - start), exc, flush=True)
+            try:
+                dist.broadcast(torch.ones(1), src=0, group=sub)
+            except RuntimeError as exc:
+                print("then", "unusable" in str(exc), flush=True)
+        dist.barrier()  # the default group (no timeout of its own) still works
+        dist.destroy_process_group()
+    """, MPIFLOW_CHECK="off")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("raised 1 [rank 0] a collective of the process group"), lines
+    assert "Timed out waiting 1000ms" in lines[0] and lines[1] == "then True", lines

@@ -106,3 +106,27 @@ def test_a_subgroup_barrier_times_out_with_a_catchable_error() -> None:
         with pytest.raises(RuntimeError, match="unusable"):
             dist.all_reduce(torch.ones(1), group=sub)
     dist.barrier()  # the default group still works; rank 0 arrives after its timeout
+
+
+def test_a_group_with_a_timeout_gives_the_same_results() -> None:
+    """Its collectives run non-blocking against the deadline (no fast paths): same values."""
+    sub = dist.new_group(list(range(SIZE)), timeout=datetime.timedelta(seconds=30))
+    t = torch.arange(4.0) + RANK
+    dist.all_reduce(t, group=sub)
+    assert t.tolist() == [4.0 * 0 + SIZE * i + SIZE * (SIZE - 1) / 2 for i in range(4)]
+    out = torch.zeros(SIZE * 2)
+    dist.all_gather_into_tensor(out, torch.full((2,), float(RANK)), group=sub)
+    assert out.tolist() == [float(r) for r in range(SIZE) for _ in range(2)]
+    b = torch.full((3,), float(RANK))
+    dist.broadcast(b, src=SIZE - 1, group=sub)
+    assert b.tolist() == [float(SIZE - 1)] * 3
+    rs = torch.zeros(2)
+    dist.reduce_scatter_tensor(rs, torch.ones(2 * SIZE) * (RANK + 1), group=sub)
+    assert rs.tolist() == [SIZE * (SIZE + 1) / 2] * 2
+    a2a = torch.zeros(SIZE)
+    dist.all_to_all_single(a2a, torch.arange(SIZE, dtype=torch.float32) + 10 * RANK, group=sub)
+    assert a2a.tolist() == [float(RANK + 10 * r) for r in range(SIZE)]
+    work = dist.all_reduce(torch.ones(1), group=sub, async_op=True)
+    assert work.wait()
+    dist.destroy_process_group(sub)
+

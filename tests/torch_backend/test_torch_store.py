@@ -408,3 +408,25 @@ def test_argument_types_are_tcpstores(store: MPIStore) -> None:
         store.set(f"v{RANK}", 5)  # type: ignore[arg-type]
     assert store.add(f"n{RANK}", 2) == 2
     assert not store.check([f"v{RANK}"])
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_set_that_times_out_in_transit_says_so_and_still_lands() -> None:
+    """A large value still on its way to rank 0 when the store's timeout ends: the error says
+    that rank 0 had not received it yet, how large it was, and that it takes effect when it
+    arrives (it does), not that rank 0 failed to answer."""
+    s = MPIStore(timeout=timedelta(milliseconds=1))
+    value = b"v" * (80 << 20)
+    try:
+        if RANK == LAST:
+            with pytest.raises(dist.DistStoreError) as caught:
+                s.set("big", value)
+            text = str(caught.value)
+            assert f"had not received the set of 0.08 GiB from rank {LAST}" in text, text
+            assert "takes effect when it arrives" in text and "set_timeout" in text
+        WORLD.Barrier()
+        s.set_timeout(TIMEOUT)
+        assert s.get("big") == value
+    finally:
+        WORLD.Barrier()
+        s.close()

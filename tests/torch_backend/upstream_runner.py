@@ -8,8 +8,11 @@ after it) and torch's file-based ``Barrier`` around it; unlike that harness, the
 MPI processes started once by ``mpiexec`` and reused from test to test, so 285 tests cost
 one job, not 285 process starts.
 
-A test that kills or hangs the job (a watchdog abort, a deadlock) is recorded as such and
-the job is started again after it. Usage (from the repository root)::
+The tests run are those gloo runs on the CPU (torch's skip list, evaluated as gloo's) and,
+on other backends, the tests torch keeps for its MPI backend (all_to_all, uneven splits,
+subgroups); docs/torch.md says which are left out and why. A test that kills or hangs the job
+(a watchdog abort, a deadlock) is recorded as such and the job is started again after it.
+Usage (from the repository root)::
 
     python tests/torch_backend/upstream_runner.py --backend mpiflow -n 3
     python tests/torch_backend/upstream_runner.py --backend gloo -n 3 -k all_gather
@@ -47,15 +50,19 @@ GLOO_ONLY = {
     "test_monitored_barrier_wait_all_ranks": "monitored_barrier: gloo only",
     "test_ddp_build_debug_param_to_name_mapping": "its group is made with backend='gloo'",
 }
-# These build their model only `if BACKEND == "mpi" or BACKEND == "gloo"` (test code).
-GLOO_ONLY.update(dict.fromkeys(
-    ["test_accumulate_gradients_no_sync", "test_accumulate_gradients_no_sync_allreduce_hook",
-     "test_accumulate_gradients_no_sync_allreduce_with_then_hook",
-     "test_accumulate_gradients_no_sync_grad_is_view"],
-    "its model exists only when BACKEND is 'mpi' or 'gloo'"))
+# These build their (CPU) model only `if BACKEND == "mpi" or BACKEND == "gloo"`, read while
+# the test runs: for them alone the module's BACKEND reads "gloo" (the group is still the
+# backend's under test), so the CPU branch runs.
+CPU_BRANCH = {"test_accumulate_gradients_no_sync",
+              "test_accumulate_gradients_no_sync_allreduce_hook",
+              "test_accumulate_gradients_no_sync_allreduce_with_then_hook",
+              "test_accumulate_gradients_no_sync_grad_is_view"}
 SKIP_CODES: set[int] = set()
 # Tests torch's skip list reserves for its own MPI backend ("Only MPI supports all_to_all..."):
-# on a backend other than gloo they run as well (uneven all_to_all among them).
+# on a backend other than gloo they run as well (uneven all_to_all, the subgroup variants),
+# with the environment's BACKEND reading "mpi" while they run at 3 ranks or more, so that
+# the decorators that read it then (skip_if_small_worldsize: MPI at any size, others at 8
+# ranks) treat them as torch treats its MPI backend.
 MPI_ONLY_REASON = "Only MPI supports"
 LIMIT = 120  # seconds a job may go without finishing a test before it counts as hung
 
@@ -117,9 +124,9 @@ def worker(backend: str, start: int, names: list[str], progress: Path) -> int:
     from torch.testing._internal.distributed import distributed_test as dt
 
     dt.BACKEND = os.environ["BACKEND"] = backend
-    if backend != "gloo":
-        for name in mpi_only(dt):
-            getattr(dt.DistributedTest._DistTestBase, name).__unittest_skip__ = False
+    mpi_names = set(mpi_only(dt)) if backend != "gloo" else set()
+    for name in mpi_names:
+        getattr(dt.DistributedTest._DistTestBase, name).__unittest_skip__ = False
 
     import mpiflow.torch  # noqa: F401  (the backend; also the MPI rendezvous for gloo)
 
@@ -143,6 +150,9 @@ def worker(backend: str, start: int, names: list[str], progress: Path) -> int:
                 f.write(json.dumps({"start": index}) + "\n")
         world.Barrier()
         dt.Barrier.init()  # the directory is empty: this resets the barrier count
+        # (At 2 ranks the subgroup variants, written for 3 ranks and more, skip as gloo's.)
+        os.environ["BACKEND"] = "mpi" if name in mpi_names and size >= 3 else backend
+        dt.BACKEND = "gloo" if name in CPU_BRANCH else backend
         case = Case(name)
         case.rank = rank
         case.file_name = os.path.join(temp, "init_dir", "file")
