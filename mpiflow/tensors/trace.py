@@ -124,8 +124,24 @@ class Recorder:
         if held is not None:
             kind, t = held
             return (kind, t) if not wrap or kind == GRAD else (CONST, t)
+        self._check_constant(value)
         self._keep(value._data)
         return (CONST, value if wrap else value._data)
+
+    def _check_constant(self, value: Tensor) -> None:
+        """A constant that autograd made, or a view of a recorded step's array, was computed
+        by code the recorder did not see: such a trace is not replayed (safe, not fast)."""
+        if value.grad_fn is not None:
+            self.mark_unreplayable("a tensor computed outside the ops engine takes part "
+                                   "(it has a grad_fn but no recorded step made it)")
+            return
+        base = getattr(value._data, "base", None)
+        while base is not None:
+            if id(base) in self._slots:
+                self.mark_unreplayable("a view of a traced array was made outside the ops "
+                                       "engine")
+                return
+            base = getattr(base, "base", None)
 
     def _note_grads(self, args: tuple[Any, ...]) -> None:
         for a in args:

@@ -294,3 +294,14 @@ def test_zero_stage1_shards_the_optimizer_state_with_the_same_bits(optimizer: st
         _same(m1, m2)
     whole, sharded = state_bytes(o1), state_bytes(o2)
     assert sharded < whole * (1.0 / SIZE + 0.25), (sharded, whole)
+
+
+def test_values_computed_outside_the_engine_are_not_replayed() -> None:
+    # A view made on the arrays (not by an op) cannot be replayed: the graph runs eagerly.
+    def fn(x: flow.Tensor) -> flow.Tensor:
+        y = x * 2
+        return flow.Tensor(y._data.reshape(-1)) + 1
+
+    plan, out = trace_function(fn, (flow.ones(2, 2),))
+    assert plan is None
+    assert out.tolist() == [3.0] * 4

@@ -4,7 +4,9 @@
 module (a child module comes back as a Block of its own), ``graph.layer.to(nn.Module)`` is the
 module itself and ``graph.layer.to(GraphModule)`` its graph settings: ``activation_checkpointing``
 (keep no activations of the block in the forward pass; recompute them in backward) and
-``set_stage`` (pipeline stages: not implemented, raises ``NotImplementedError``).
+``set_stage`` (pipeline stages: not implemented, raises ``NotImplementedError``). A parameter or
+buffer comes back as a Block too (``type`` ``"PARAMETER"``/``"BUFFER"``, the tensor as
+``origin``), except inside ``build()``, where it is the tensor itself.
 
 Examples:
     >>> import mpiflow.nn as nn
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...tensors import trace
 from ..modules.module import Module
 
 __all__ = ["Block", "GraphModule"]
@@ -50,14 +53,25 @@ class GraphModule:
 
 
 class Block:
-    """A module as seen from inside a graph (see the module docstring)."""
+    """A module, parameter or buffer as seen from a graph (see the module docstring).
 
-    def __init__(self, name: str, module: Module) -> None:
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_config", GraphModule(name))
-        object.__setattr__(self, "_children", {})
-        object.__setattr__(module, "_graph_module", self._config)
+    Attributes:
+        name: its attribute name; ``name_prefix`` the dotted path to it (``"m.layer."``).
+        type: ``"MODULE"``, ``"PARAMETER"`` or ``"BUFFER"``.
+        origin: the module or tensor itself.
+    """
+
+    def __init__(self, name: str, module: Any, prefix: str = "", kind: str = "MODULE") -> None:
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "name_prefix", prefix)
+        set_(self, "type", kind)
+        set_(self, "origin", module)
+        set_(self, "_module", module)
+        set_(self, "_children", {})
+        set_(self, "_config", GraphModule(prefix + name))
+        if isinstance(module, Module):
+            set_(module, "_graph_module", self._config)
 
     @property
     def config(self) -> GraphModule:
@@ -65,27 +79,35 @@ class Block:
         return self._config
 
     def to(self, kind: type) -> Any:
-        """``to(nn.Module)``: the module; ``to(GraphModule)``: its graph settings.
+        """``to(nn.Module)`` (or ``to(Tensor)``): the module (tensor); ``to(GraphModule)``: its
+        graph settings.
 
         Raises:
             TypeError: any other ``kind``.
         """
         if kind is GraphModule:
             return self._config
-        if isinstance(kind, type) and issubclass(kind, Module):
+        if isinstance(kind, type) and isinstance(self._module, kind):
             return self._module
-        raise TypeError(f"Block.to() takes nn.Module or GraphModule, got {kind!r}")
+        raise TypeError(f"Block.to() of a {self.type} takes nn.Module, Tensor or GraphModule, "
+                        f"got {kind!r}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._module(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._module, name)
-        if isinstance(value, Module):
-            children = self._children
-            if name not in children or children[name]._module is not value:
-                children[name] = Block(f"{self._name}.{name}", value)
-            return children[name]
+        module = self._module
+        value = getattr(module, name)
+        if isinstance(module, Module):
+            kind = ("MODULE" if isinstance(value, Module) else
+                    "PARAMETER" if name in dict(module.named_parameters(recurse=False)) else
+                    "BUFFER" if name in dict(module.named_buffers(recurse=False)) else None)
+            if kind is not None and not (kind != "MODULE" and trace.state.building):
+                children = self._children
+                if name not in children or children[name]._module is not value:
+                    children[name] = Block(name, value, f"{self.name_prefix}{self.name}.",
+                                           kind)
+                return children[name]
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -94,9 +116,18 @@ class Block:
     def __iter__(self) -> Any:
         return iter(self._module)
 
+    def __getitem__(self, index: Any) -> Any:
+        value = self._module[index]
+        if isinstance(value, Module):
+            key = f"[{index}]"
+            if key not in self._children or self._children[key]._module is not value:
+                self._children[key] = Block(str(index), value, f"{self.name_prefix}{self.name}.")
+            return self._children[key]
+        return value
+
     def __repr__(self) -> str:
         inner = repr(self._module).replace("\n", "\n  ")
-        return f"(MODULE:{self._name}:{inner})"
+        return f"({self.type}:{self.name_prefix}{self.name}:{inner})"
 
 
 def graph_module_of(module: Module) -> GraphModule | None:

@@ -29,6 +29,8 @@ _NO_OPS = (
     "set_auto_parallel_computation_cost_ratio", "set_auto_parallel_wait_time",
     "enable_auto_parallel_trunk_algo", "enable_auto_parallel_sbp_collector",
     "enable_cudnn_conv_heuristic_search", "disable_straighten_algorithm",
+    "enable_auto_mixed_precision", "enable_fuse_add_to_output", "enable_fuse_model_update_ops",
+    "enable_fuse_cast_scale", "enable_xla_jit", "enable_tensorrt", "enable_openvino",
 )
 
 
@@ -37,6 +39,7 @@ class GraphConfig:
 
     def __init__(self) -> None:
         self.gradient_accumulation_steps = 1
+        self.training = False  # a graph with an optimizer trains (add_optimizer sets it)
         self.zero_stage = 0
         self.zero_shard_min_size = 1024
         self.ignored: dict[str, tuple[Any, ...]] = {}  # the no-op switches, as set

@@ -44,7 +44,7 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from ... import ops
 from ...autograd import backward, enable_grad, no_grad, record
@@ -60,11 +60,15 @@ from .zero import Zero
 
 __all__ = ["Graph"]
 
-_COUNTER = itertools.count()
-
 
 class Graph:
-    """OneFlow's ``nn.Graph`` (see the module docstring)."""
+    """OneFlow's ``nn.Graph`` (see the module docstring).
+
+    Each graph is named after its class and how many of that class were made before it
+    (``MyGraph_0``, ``MyGraph_1``; ``Graph._child_init_cnt.clear()`` starts over).
+    """
+
+    _child_init_cnt: ClassVar[dict[str, int]] = {}
 
     def __init__(self) -> None:
         object.__setattr__(self, "_blocks", OrderedDict())
@@ -73,7 +77,10 @@ class Graph:
         object.__setattr__(self, "_debug", -1)
         object.__setattr__(self, "_calls", 0)
         object.__setattr__(self, "_replays", 0)
-        object.__setattr__(self, "name", f"{type(self).__name__}_{next(_COUNTER)}")
+        counts = Graph._child_init_cnt
+        number = counts.get(type(self).__name__, 0)
+        counts[type(self).__name__] = number + 1
+        object.__setattr__(self, "name", f"{type(self).__name__}_{number}")
         object.__setattr__(self, "config", GraphConfig())
 
     # -- what the graph holds -------------------------------------------------------------------
@@ -108,6 +115,7 @@ class Graph:
         if lr_sch is not None and getattr(lr_sch, "optimizer", optim) is not optim:
             raise ValueError("lr_sch must be a scheduler of the optimizer it is added with")
         self._optimizers.append((optim, lr_sch))
+        self.config.training = True
 
     def build(self, *args: Any, **kwargs: Any) -> Any:
         """The graph's computation: override it."""

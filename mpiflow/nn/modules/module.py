@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ... import dtypes as _dtypes
 from ...autograd import no_grad
+from ...core.device import device as _device
 from ...layouts.placement import Placement
 from ...layouts.sbp import Broadcast, SbpParallel
 from ...tensors.tensor import Tensor
@@ -449,7 +450,8 @@ class Module:
 
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """Convert floating parameters and buffers to a dtype and/or move them to a device,
-        in place: ``to(flow.float64)``, ``to("cpu")``, ``to(device, dtype)``.
+        in place: ``to(flow.float64)``, ``to("cpu")``, ``to(flow.device("cpu"))``,
+        ``to(device, dtype)``.
 
         Examples:
             >>> nn.Linear(2, 2).to(flow.float64).weight.dtype
@@ -463,7 +465,7 @@ class Module:
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
-            elif isinstance(a, str):
+            elif isinstance(a, (str, _device)):
                 device = a
             else:
                 dtype = a
