@@ -99,6 +99,9 @@ class Optimizer:
     lr_scheduler: Scheduler
     state: dict[str, dict[str, Tensor]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.lr_scheduler = _scheduler(self.lr_scheduler)  # a number: a constant rate
+
     def minimize(self, loss: Tensor | Sequence[Tensor]) -> None:
         """Minimize ``loss`` (and the losses added with ``flow.losses.add_loss``).
 
