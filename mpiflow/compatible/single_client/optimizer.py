@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import abc
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,11 +29,12 @@ __all__ = ["Adam", "CosineScheduler", "Optimizer", "PiecewiseConstantScheduler",
            "PiecewiseScalingScheduler", "SGD", "Scheduler"]
 
 
-class Scheduler:
+class Scheduler(abc.ABC):
     """A learning rate per training step."""
 
+    @abc.abstractmethod
     def lr(self, step: int) -> float:
-        raise NotImplementedError  # abstract: the schedulers below say
+        """The rate at training step ``step`` (0 first)."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ class Optimizer:
                     self.update(name, var, var.grad, lr, step)
 
     def update(self, name: str, var: Tensor, grad: Tensor, lr: float, step: int) -> None:
-        raise NotImplementedError  # abstract: SGD and Adam say
+        """Update ``var`` by its gradient (each rule says how)."""
+        raise NotImplementedError(f"{type(self).__name__} has no update rule")
 
 
 @dataclass
