@@ -1,0 +1,401 @@
+# mypy: disable-error-code="empty-body"
+"""Typed declarations of the methods bound to Tensor by other modules; generated.
+
+``python -m mpiflow._declare`` writes this module from the bind tables (a test fails when it is
+stale). ``Tensor`` derives from :class:`BoundMethods` for type checkers only; at run time the
+methods are attached by :func:`mpiflow.tensors.tensor.bind` and this module is not imported.
+The bodies are docstrings only (hence the empty-body switch above).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Sequence
+    from typing import Any, Self
+
+    from numpy import ndarray as _ndarray
+
+    from mpiflow.layouts.placement import Placement
+
+__all__ = ["BoundMethods"]
+
+
+class BoundMethods:
+    """The methods bound to Tensor by the layers above it, declared."""
+
+    # mpiflow.autograd.graph
+    def backward(self, gradient: Self | None = None, retain_graph: builtins.bool = False) -> None:
+        """Compute the gradients of ``tensor`` with respect to every leaf that requires grad."""
+
+    # mpiflow.ops.deterministic_sum
+    def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Self:
+        """The sum over ``dim`` (all by default) with NaNs counted as zeros."""
+    def vdot(self, other: Self) -> Self:
+        """The dot product of two 1-D tensors, conjugating the first (as ``torch.vdot``)."""
+
+    # mpiflow.ops.indexing
+    def __getitem__(self, index: Any) -> Self:
+        """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``target[index] = value`` in place (``Tensor.__setitem__``), numpy's semantics."""
+
+    # mpiflow.ops.join
+    def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Self, ...]:
+        """``input`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)`` (the
+        last may be smaller, and fewer pieces may come back), as ``torch.chunk``."""
+    def split(self, split_size_or_sections: builtins.int | Sequence[builtins.int],
+              dim: builtins.int = 0) -> tuple[Self, ...]:
+        """``tensor`` cut along ``dim`` into pieces of one size (the last may be smaller) or of the
+        given sizes, as ``torch.split``."""
+
+    # mpiflow.ops.linalg
+    def __matmul__(self, other: Self) -> Self:
+        """The matrix product with numpy/PyTorch semantics (1-D operands, broadcast batches)."""
+    def __rmatmul__(self, other: Any) -> Self:
+        """``other @ self`` for an ``other`` that is not a Tensor (a nested list, an array)."""
+    def bmm(self, mat2: Self) -> Self:
+        """Batched products ``(b, n, k) @ (b, k, m)``; batch sizes must be equal."""
+    def dot(self, other: Self) -> Self:
+        """The dot product of two 1-D tensors of the same length (a 0-d tensor)."""
+    def matmul(self, other: Self) -> Self:
+        """The matrix product with numpy/PyTorch semantics (1-D operands, broadcast batches)."""
+    def mm(self, mat2: Self) -> Self:
+        """The product of two matrices ``(n, k) @ (k, m)`` (no broadcasting)."""
+    def mv(self, vec: Self) -> Self:
+        """The product of a matrix ``(n, k)`` and a vector ``(k,)``: a vector ``(n,)``."""
+    def norm(self, p: Any = "fro", dim: builtins.int | Sequence[builtins.int] | None = None,
+             keepdim: builtins.bool = False, *, dtype: Any = None) -> Self:
+        """The vector ``p``-norm over ``dim`` (all by default); ``"fro"``/2 is the Frobenius
+        norm."""
+    def outer(self, vec2: Self) -> Self:
+        """The outer product of two vectors ``(n,)`` and ``(m,)``: ``(n, m)``."""
+
+    # mpiflow.ops.methods
+    def __iadd__(self, other: Any) -> Self:
+        """``self = add(self, other)`` in place; returns self."""
+    def __imul__(self, other: Any) -> Self:
+        """``self = mul(self, other)`` in place; returns self."""
+    def __invert__(self) -> Self:
+        """``~self``: logical not of a bool tensor, bitwise not of an integer one."""
+    def __ipow__(self, other: Any) -> Self:
+        """``self = pow(self, other)`` in place; returns self."""
+    def __isub__(self, other: Any) -> Self:
+        """``self = sub(self, other)`` in place; returns self."""
+    def __itruediv__(self, other: Any) -> Self:
+        """``self = div(self, other)`` in place; returns self."""
+    def __pos__(self) -> Self:
+        """``+self``: self."""
+    def __radd__(self, other: Any) -> Self:
+        """``add(other, self)``: the reflected operator."""
+    def __rand__(self, other: Any) -> Self:
+        """``bitwise_and(other, self)``: the reflected operator."""
+    def __rfloordiv__(self, other: Any) -> Self:
+        """``floor_divide(other, self)``: the reflected operator."""
+    def __rmod__(self, other: Any) -> Self:
+        """``remainder(other, self)``: the reflected operator."""
+    def __rmul__(self, other: Any) -> Self:
+        """``mul(other, self)``: the reflected operator."""
+    def __ror__(self, other: Any) -> Self:
+        """``bitwise_or(other, self)``: the reflected operator."""
+    def __rpow__(self, other: Any) -> Self:
+        """``pow(other, self)``: the reflected operator."""
+    def __rsub__(self, other: Any) -> Self:
+        """``sub(other, self)``: the reflected operator."""
+    def __rtruediv__(self, other: Any) -> Self:
+        """``div(other, self)``: the reflected operator."""
+    def __rxor__(self, other: Any) -> Self:
+        """``bitwise_xor(other, self)``: the reflected operator."""
+    def add_(self, other: Any, **kwargs: Any) -> Self:
+        """``self = add(self, other, alpha=...)`` in place; returns self."""
+    def clamp_(self, min: Any = None, max: Any = None) -> Self:
+        """Clamp in place to ``[min, max]``; returns self."""
+    def div_(self, other: Any) -> Self:
+        """``self = div(self, other)`` in place; returns self."""
+    def mul_(self, other: Any) -> Self:
+        """``self = mul(self, other)`` in place; returns self."""
+    def sub_(self, other: Any, **kwargs: Any) -> Self:
+        """``self = sub(self, other, alpha=...)`` in place; returns self."""
+
+    # mpiflow.ops.pointwise
+    def __abs__(self) -> Self:
+        """Elementwise ``abs``."""
+    def __add__(self, other: Any) -> Self:
+        """Elementwise ``add`` of two tensors (or a tensor and a number), broadcasting."""
+    def __and__(self, other: Any) -> Self:
+        """Elementwise ``bitwise_and`` of two tensors (or a tensor and a number), broadcasting."""
+    def __eq__(self, other: Any) -> Self:  # type: ignore[override]
+        """Elementwise ``eq`` of two tensors (or a tensor and a number), broadcasting."""
+    def __floordiv__(self, other: Any) -> Self:
+        """Elementwise ``floor_divide`` of two tensors (or a tensor and a number), broadcasting."""
+    def __ge__(self, other: Any) -> Self:
+        """Elementwise ``ge`` of two tensors (or a tensor and a number), broadcasting."""
+    def __gt__(self, other: Any) -> Self:
+        """Elementwise ``gt`` of two tensors (or a tensor and a number), broadcasting."""
+    def __le__(self, other: Any) -> Self:
+        """Elementwise ``le`` of two tensors (or a tensor and a number), broadcasting."""
+    def __lt__(self, other: Any) -> Self:
+        """Elementwise ``lt`` of two tensors (or a tensor and a number), broadcasting."""
+    def __mod__(self, other: Any) -> Self:
+        """Elementwise ``remainder`` of two tensors (or a tensor and a number), broadcasting."""
+    def __mul__(self, other: Any) -> Self:
+        """Elementwise ``mul`` of two tensors (or a tensor and a number), broadcasting."""
+    def __ne__(self, other: Any) -> Self:  # type: ignore[override]
+        """Elementwise ``ne`` of two tensors (or a tensor and a number), broadcasting."""
+    def __neg__(self) -> Self:
+        """Elementwise ``neg``."""
+    def __or__(self, other: Any) -> Self:
+        """Elementwise ``bitwise_or`` of two tensors (or a tensor and a number), broadcasting."""
+    def __pow__(self, other: Any) -> Self:
+        """Elementwise ``pow`` of two tensors (or a tensor and a number), broadcasting."""
+    def __sub__(self, other: Any) -> Self:
+        """Elementwise ``sub`` of two tensors (or a tensor and a number), broadcasting."""
+    def __truediv__(self, other: Any) -> Self:
+        """Elementwise ``div`` of two tensors (or a tensor and a number), broadcasting."""
+    def __xor__(self, other: Any) -> Self:
+        """Elementwise ``bitwise_xor`` of two tensors (or a tensor and a number), broadcasting."""
+    def abs(self) -> Self:
+        """Elementwise ``abs``."""
+    def add(self, other: Any, *, alpha: Any = 1) -> Self:
+        """``input + alpha * other``, elementwise, broadcasting (tensors or numbers)."""
+    def atan2(self, other: Any) -> Self:
+        """Elementwise ``atan2`` of two tensors (or a tensor and a number), broadcasting."""
+    def bitwise_and(self, other: Any) -> Self:
+        """Elementwise ``bitwise_and`` of two tensors (or a tensor and a number), broadcasting."""
+    def bitwise_not(self) -> Self:
+        """Elementwise ``bitwise_not``."""
+    def bitwise_or(self, other: Any) -> Self:
+        """Elementwise ``bitwise_or`` of two tensors (or a tensor and a number), broadcasting."""
+    def bitwise_xor(self, other: Any) -> Self:
+        """Elementwise ``bitwise_xor`` of two tensors (or a tensor and a number), broadcasting."""
+    def ceil(self) -> Self:
+        """Elementwise ``ceil``."""
+    def clamp(self, min: Any = None, max: Any = None) -> Self:
+        """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor)."""
+    def clip(self, min: Any = None, max: Any = None) -> Self:
+        """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor)."""
+    def clone(self) -> Self:
+        """A copy of ``input`` with its own memory and the same layout."""
+    def copy_(self, value: Any) -> Self:
+        """Write ``value`` (tensor or number, broadcast to ``target``'s shape) into ``target``."""
+    def cos(self) -> Self:
+        """Elementwise ``cos``."""
+    def div(self, other: Any) -> Self:
+        """Elementwise ``div`` of two tensors (or a tensor and a number), broadcasting."""
+    def divide(self, other: Any) -> Self:
+        """Elementwise ``div`` of two tensors (or a tensor and a number), broadcasting."""
+    def eq(self, other: Any) -> Self:
+        """Elementwise ``eq`` of two tensors (or a tensor and a number), broadcasting."""
+    def erf(self) -> Self:
+        """Elementwise ``erf``."""
+    def exp(self) -> Self:
+        """Elementwise ``exp``."""
+    def expand(self, *size: Any) -> Self:
+        """``input`` broadcast to ``size`` (-1 keeps a dimension), as a new tensor."""
+    def expm1(self) -> Self:
+        """Elementwise ``expm1``."""
+    def fill_(self, value: Any) -> Self:
+        """Set every element of ``target`` to the number ``value``."""
+    def floor(self) -> Self:
+        """Elementwise ``floor``."""
+    def floor_divide(self, other: Any) -> Self:
+        """Elementwise ``floor_divide`` of two tensors (or a tensor and a number), broadcasting."""
+    def ge(self, other: Any) -> Self:
+        """Elementwise ``ge`` of two tensors (or a tensor and a number), broadcasting."""
+    def gelu(self) -> Self:
+        """Elementwise ``gelu``."""
+    def gt(self, other: Any) -> Self:
+        """Elementwise ``gt`` of two tensors (or a tensor and a number), broadcasting."""
+    def isfinite(self) -> Self:
+        """Elementwise ``isfinite``."""
+    def isinf(self) -> Self:
+        """Elementwise ``isinf``."""
+    def isnan(self) -> Self:
+        """Elementwise ``isnan``."""
+    def le(self, other: Any) -> Self:
+        """Elementwise ``le`` of two tensors (or a tensor and a number), broadcasting."""
+    def log(self) -> Self:
+        """Elementwise ``log``."""
+    def log1p(self) -> Self:
+        """Elementwise ``log1p``."""
+    def log2(self) -> Self:
+        """Elementwise ``log2``."""
+    def logical_and(self, other: Any) -> Self:
+        """Elementwise ``logical_and`` of two tensors (or a tensor and a number), broadcasting."""
+    def logical_not(self) -> Self:
+        """Elementwise ``logical_not``."""
+    def logical_or(self, other: Any) -> Self:
+        """Elementwise ``logical_or`` of two tensors (or a tensor and a number), broadcasting."""
+    def logical_xor(self, other: Any) -> Self:
+        """Elementwise ``logical_xor`` of two tensors (or a tensor and a number), broadcasting."""
+    def lt(self, other: Any) -> Self:
+        """Elementwise ``lt`` of two tensors (or a tensor and a number), broadcasting."""
+    def maximum(self, other: Any) -> Self:
+        """Elementwise ``maximum`` of two tensors (or a tensor and a number), broadcasting."""
+    def minimum(self, other: Any) -> Self:
+        """Elementwise ``minimum`` of two tensors (or a tensor and a number), broadcasting."""
+    def mul(self, other: Any) -> Self:
+        """Elementwise ``mul`` of two tensors (or a tensor and a number), broadcasting."""
+    def multiply(self, other: Any) -> Self:
+        """Elementwise ``mul`` of two tensors (or a tensor and a number), broadcasting."""
+    def ne(self, other: Any) -> Self:
+        """Elementwise ``ne`` of two tensors (or a tensor and a number), broadcasting."""
+    def neg(self) -> Self:
+        """Elementwise ``neg``."""
+    def negative(self) -> Self:
+        """Elementwise ``neg``."""
+    def pow(self, other: Any) -> Self:
+        """Elementwise ``pow`` of two tensors (or a tensor and a number), broadcasting."""
+    def reciprocal(self) -> Self:
+        """Elementwise ``reciprocal``."""
+    def relu(self) -> Self:
+        """Elementwise ``relu``."""
+    def remainder(self, other: Any) -> Self:
+        """Elementwise ``remainder`` of two tensors (or a tensor and a number), broadcasting."""
+    def round(self) -> Self:
+        """Elementwise ``round``."""
+    def rsqrt(self) -> Self:
+        """Elementwise ``rsqrt``."""
+    def sigmoid(self) -> Self:
+        """Elementwise ``sigmoid``."""
+    def sign(self) -> Self:
+        """Elementwise ``sign``."""
+    def sin(self) -> Self:
+        """Elementwise ``sin``."""
+    def sqrt(self) -> Self:
+        """Elementwise ``sqrt``."""
+    def square(self) -> Self:
+        """Elementwise ``square``."""
+    def sub(self, other: Any, *, alpha: Any = 1) -> Self:
+        """``input - alpha * other``, elementwise, broadcasting (tensors or numbers)."""
+    def subtract(self, other: Any, *, alpha: Any = 1) -> Self:
+        """``input - alpha * other``, elementwise, broadcasting (tensors or numbers)."""
+    def tanh(self) -> Self:
+        """Elementwise ``tanh``."""
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+    def true_divide(self, other: Any) -> Self:
+        """Elementwise ``div`` of two tensors (or a tensor and a number), broadcasting."""
+    def where(self, input: Any, other: Any) -> Self:
+        """``input`` where ``condition`` holds, else ``other`` (broadcasting)."""
+    def zero_(self) -> Self:
+        """Set every element of ``target`` to zero."""
+
+    # mpiflow.ops.reduction
+    def all(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+            keepdim: builtins.bool = False) -> Self:
+        """Whether every element over ``dim`` (all by default) is true (non-zero)."""
+    def amax(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+             keepdim: builtins.bool = False) -> Self:
+        """The largest element over ``dim`` (all by default, as ``dim=()``); NaN propagates."""
+    def amin(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+             keepdim: builtins.bool = False) -> Self:
+        """The smallest element over ``dim`` (all by default); see :func:`amax`."""
+    def any(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+            keepdim: builtins.bool = False) -> Self:
+        """Whether some element over ``dim`` (all by default) is true (non-zero)."""
+    def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Self:
+        """The index (int64) of the first largest element along ``dim``, or of the flattened
+        input."""
+    def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Self:
+        """The index (int64) of the first smallest element along ``dim``."""
+    def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        """``max(x)``: the largest element (0-d); ``max(x, dim, keepdim)``: ``(values,
+        indices)``."""
+    def mean(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+             keepdim: builtins.bool = False, *, dtype: Any = None) -> Self:
+        """The mean over ``dim`` (all by default), divided by the logical element count."""
+    def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        """``min(x)``: the smallest element; ``min(x, dim, keepdim)``: ``(values, indices)``."""
+    def prod(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+             keepdim: builtins.bool = False, *, dtype: Any = None) -> Self:
+        """The product of the elements over ``dim`` (all by default); integers give int64."""
+    def std(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+            unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+            correction: builtins.int | None = None) -> Self:
+        """The standard deviation over ``dim``: ``sqrt(var(...))``."""
+    def sum(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+            keepdim: builtins.bool = False, *, dtype: Any = None) -> Self:
+        """The sum of the elements over ``dim`` (all by default); bool and integers give int64."""
+    def var(self, dim: builtins.int | Sequence[builtins.int] | None = None,
+            unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+            correction: builtins.int | None = None) -> Self:
+        """The variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``."""
+
+    # mpiflow.ops.shape
+    @property
+    def T(self) -> Self:
+        """``input.T``: the dims in reverse order."""
+    def contiguous(self) -> Self:
+        """``input`` itself: mpiflow tensors have no strides to make contiguous."""
+    def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Self:
+        """``input`` with dims ``start_dim..end_dim`` merged into one."""
+    def flip(self, dims: builtins.int | Sequence[builtins.int]) -> Self:
+        """``input`` with the order of elements along ``dims`` reversed (a copy, as PyTorch)."""
+    def permute(self, *dims: Any) -> Self:
+        """``input`` with its dims reordered: output dim ``i`` is input dim ``dims[i]``."""
+    def reshape(self, *shape: Any) -> Self:
+        """``input`` with a new shape of the same number of elements; one extent may be -1."""
+    def squeeze(self, dim: builtins.int | Sequence[builtins.int] | None = None) -> Self:
+        """``input`` without its size-1 dims (all of them, or those of ``dim`` that have size 1)."""
+    def swapaxes(self, dim0: builtins.int, dim1: builtins.int) -> Self:
+        """``input`` with dims ``dim0`` and ``dim1`` swapped."""
+    def t(self) -> Self:
+        """The transpose of a tensor of at most 2 dims (0-d and 1-d come back as they are)."""
+    def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Self:
+        """``input`` with dims ``dim0`` and ``dim1`` swapped."""
+    def unsqueeze(self, dim: builtins.int) -> Self:
+        """``input`` with a new size-1 dim at position ``dim`` (negative: from the end)."""
+    def view(self, *shape: Any) -> Self:
+        """``input`` with a new shape of the same number of elements; one extent may be -1."""
+
+    # mpiflow.ops.softmax
+    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Self:
+        """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given."""
+    def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Self:
+        """``x - logsumexp(x)`` along ``dim``, computed stably."""
+    def logsumexp(self, dim: builtins.int | Sequence[builtins.int] | None,
+                  keepdim: builtins.bool = False) -> Self:
+        """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32."""
+    def softmax(self, dim: builtins.int, dtype: Any = None) -> Self:
+        """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted first)."""
+
+    # mpiflow.tensors.conversion
+    def check_meta_consistency(self) -> None:
+        """Check that every rank sees the same placement, sbp, shape and dtype of the global ``t``
+        (collective over the world: one small all-gather), raising on every rank if not."""
+    def numpy(self) -> _ndarray:
+        """The whole value as a numpy array (the method ``Tensor.numpy``)."""
+    def to_global(self, placement: Placement | None = None, sbp: Any = None, *,
+                  grad_sbp: Any = None, check_meta: builtins.bool = True,
+                  shape: Any = None) -> Self:
+        """Make a global tensor, or redistribute one (collective: every rank calls it)."""
+    def to_local(self) -> Self:
+        """This rank's shard of a global tensor (empty on a rank outside the placement), sharing its
+        memory."""
+
+    # mpiflow.tensors.creation
+    def new_empty(self, *size: Any, dtype: Any = None,
+                  requires_grad: builtins.bool = False) -> Self:
+        """An unset tensor of shape ``size`` with ``t``'s dtype, device and layout
+        (``t.new_empty(size)``)."""
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None,
+                 requires_grad: builtins.bool = False) -> Self:
+        """``fill_value`` everywhere, shape ``size``, ``t``'s dtype, device and layout
+        (``t.new_full(size, fill_value)``)."""
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> Self:
+        """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``)."""
+    def new_zeros(self, *size: Any, dtype: Any = None,
+                  requires_grad: builtins.bool = False) -> Self:
+        """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
+        ``t.new_zeros(size)``)."""
+
+    # mpiflow.tensors.random
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *,
+                generator: Any = None) -> Self:
+        """Fill ``t`` in place with normal numbers; returns ``t`` (layouts as :func:`uniform_`)."""
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, *,
+                 generator: Any = None) -> Self:
+        """Fill ``t`` in place with numbers uniform in ``[a, b)``; returns ``t``."""
