@@ -81,7 +81,7 @@ def _is_basic(item: Any) -> bool:
             or (isinstance(item, int) and not isinstance(item, bool)))
 
 
-def _expand_basic(items: tuple[Any, ...], shape: Shape) -> Basic:
+def expand_basic(items: tuple[Any, ...], shape: Shape) -> Basic:
     """The basic index with ``...`` expanded, ints made non-negative and checked, full slices
     written as ``slice(None)``, and ``:`` added for trailing dims."""
     ellipses = sum(item is Ellipsis for item in items)
@@ -258,7 +258,7 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     """
     items = tuple(_entry(item) for item in _as_tuple(index))
     if all(_is_basic(item) for item in items):
-        return apply(GETITEM, input, index=_expand_basic(items, tuple(input.shape)))
+        return apply(GETITEM, input, index=expand_basic(items, tuple(input.shape)))
     return apply(INDEX, input, index=_advanced_parts(items, input.is_global))
 
 
@@ -392,7 +392,7 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
 def _setitem(target: Tensor, index: Any, value: Any) -> None:
     items = tuple(_entry(item) for item in _as_tuple(index))
     basic = all(_is_basic(item) for item in items)
-    key = _expand_basic(items, tuple(target.shape)) if basic else \
+    key = expand_basic(items, tuple(target.shape)) if basic else \
         _advanced_parts(items, target.is_global)
     if is_grad_enabled() and (target.requires_grad or (isinstance(value, Tensor)
                                                        and value.requires_grad)):

@@ -277,9 +277,9 @@ _BASIC = (((5, 4, 3), (slice(None), slice(1, None, 2), 1)),
 
 
 def _basic_index(shape: Shape, items: tuple[Any, ...]) -> tuple[Any, ...]:
-    from .indexing import _expand_basic
+    from .indexing import expand_basic
 
-    return _expand_basic(items, shape)
+    return expand_basic(items, shape)
 
 
 def _getitem(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
