@@ -3,12 +3,11 @@
 Each case starts one operation on tensors built from :func:`helpers.rank_data`, then checks the
 result against torch's own computation on every rank's data, and that outputs were written in
 place (the same memory, ``data_ptr`` unchanged; for a strided view, the rest of its base left
-alone). bfloat16 must reduce as numbers (through float32, rounded once), never as its bits.
+alone). Every ReduceOp on every dtype, and bfloat16's rounding: test_torch_tensor_reductions.py.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,22 @@ import numpy
 import pytest
 from collective_helpers import ODD, RANK, WORLD, needs_two
 from helpers import rank_data, run_job
+from torch_tensor_helpers import (
+    DTYPES,
+    LAST,
+    NEXT,
+    PREV,
+    SHAPE,
+    SUM,
+    TOut,
+    every,
+    layout_of,
+    name,
+    reduce_expected,
+    same,
+    tdata,
+    torch,
+)
 
 import mpiflow
 import mpiflow.comm as comm
@@ -23,116 +38,7 @@ import mpiflow.distributed as dist
 from mpiflow.core.buffers import as_buffer
 from mpiflow.distributed import ReduceOp, Work
 
-torch = pytest.importorskip("torch")
-
 pytestmark = pytest.mark.mpi
-
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-          torch.uint8, torch.bool, torch.complex64]
-NEXT, PREV = (RANK + 1) % WORLD, (RANK - 1) % WORLD
-LAST = WORLD - 1  # the src/dst of rooted operations: not rank 0, where WORLD > 1
-SHAPE = (3, ODD)
-SUM = ReduceOp.SUM
-
-
-def name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def tdata(shape: tuple[int, ...], dtype: Any, rank: int, salt: int = 0) -> Any:
-    """``rank_data`` as a torch tensor of ``dtype`` (bfloat16 from float32: small integers,
-    exact in every dtype here)."""
-    wide = numpy.float32 if dtype is torch.bfloat16 else torch.empty(0, dtype=dtype).numpy().dtype
-    return torch.from_numpy(rank_data(shape, wide, rank, salt).copy()).to(dtype)
-
-
-def every(shape: tuple[int, ...], dtype: Any, salt: int = 0,
-          ranks: list[int] | None = None) -> list[Any]:
-    return [tdata(shape, dtype, r, salt) for r in (range(WORLD) if ranks is None else ranks)]
-
-
-def reduce_expected(op: ReduceOp, tensors: list[Any]) -> Any:
-    """torch's reduction of ``tensors``, in their dtype; bool as PyTorch's gloo reduces it (sum
-    and max are "any", product and min "all"), bfloat16 computed in float32 and rounded once."""
-    dtype = tensors[0].dtype
-    stack = torch.stack(tensors)
-    if dtype is torch.bool:
-        if op in (ReduceOp.SUM, ReduceOp.MAX, ReduceOp.BOR):
-            return stack.any(0)
-        if op in (ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.BAND):
-            return stack.all(0)
-        return functools.reduce(torch.logical_xor, tensors)
-    if dtype is torch.bfloat16:
-        stack = stack.float()
-    bitwise = {ReduceOp.BAND: torch.bitwise_and, ReduceOp.BOR: torch.bitwise_or,
-               ReduceOp.BXOR: torch.bitwise_xor}
-    if op in bitwise:
-        return functools.reduce(bitwise[op], tensors)
-    result = {
-        ReduceOp.SUM: lambda: stack.sum(0),
-        ReduceOp.AVG: lambda: stack.sum(0) / len(tensors),
-        ReduceOp.PRODUCT: lambda: stack.prod(0),
-        ReduceOp.MIN: lambda: stack.amin(0),
-        ReduceOp.MAX: lambda: stack.amax(0),
-    }[op]()
-    return result.to(dtype)
-
-
-def supports(op: ReduceOp, dtype: Any) -> bool:
-    """Whether ``op`` is defined for ``dtype`` (PyTorch's rules, as mpiflow's for numpy)."""
-    if op is ReduceOp.AVG:
-        return dtype.is_floating_point or dtype.is_complex
-    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR):
-        return not (dtype.is_floating_point or dtype.is_complex)
-    if op in (ReduceOp.MIN, ReduceOp.MAX):
-        return not dtype.is_complex
-    return True
-
-
-def same(got: Any, expected: Any, exact: bool = True) -> None:
-    """Equal dtype, shape and values (shown on failure)."""
-    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    if exact:
-        assert torch.equal(got, expected), f"\n{got}\n!=\n{expected}"
-    else:  # complex AVG: numpy and torch may divide complex numbers differently in the last bit
-        assert torch.allclose(got, expected, rtol=1e-6, atol=0), f"\n{got}\n!~\n{expected}"
-
-
-class TOut:
-    """An output tensor in ``layout``: "C", "strided" (``base[..., ::2]`` of a bigger tensor whose
-    other elements must stay ``OUTSIDE``) or "T" (a transposed tensor)."""
-
-    OUTSIDE = 9
-
-    def __init__(self, shape: tuple[int, ...], dtype: Any, layout: str = "C",
-                 fill: int = 7) -> None:
-        self.outside = None
-        if layout == "strided":
-            base = torch.full((*shape[:-1], 2 * shape[-1]), self.OUTSIDE, dtype=dtype)
-            self.view, self.outside = base[..., ::2], base[..., 1::2]
-        elif layout == "T":
-            self.view = torch.full(shape[::-1], fill, dtype=dtype).t()
-        else:
-            self.view = torch.full(shape, fill, dtype=dtype)
-        self.view.fill_(fill)
-        self.ptr = self.view.data_ptr()
-        self.strides = self.view.stride()
-
-    def check(self, expected: Any) -> None:
-        """The view holds ``expected``, in the same memory, and nothing else changed."""
-        same(self.view, expected)
-        assert self.view.data_ptr() == self.ptr and self.view.stride() == self.strides
-        if self.outside is not None:
-            same(self.outside, torch.full(self.outside.shape, self.OUTSIDE,
-                                          dtype=self.outside.dtype))
-
-
-def layout_of(t: Any, layout: str) -> Any:
-    """An input holding ``t`` in ``layout`` (see :class:`TOut`)."""
-    out = TOut(tuple(t.shape), t.dtype, layout)
-    out.view.copy_(t)
-    return out.view
 
 
 # -- the cases: each builds its tensors and returns (start, check) ------------------------------
@@ -367,80 +273,6 @@ def test_comm_non_contiguous(case: str) -> None:
     start, check = CASES[case](torch.bfloat16, "strided")
     start(comm, False)
     check()
-
-
-# -- every ReduceOp on every dtype --------------------------------------------------------------
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=name)
-@pytest.mark.parametrize("op", list(ReduceOp), ids=lambda op: op.name)
-def test_all_reduce_ops(op: ReduceOp, dtype: Any) -> None:
-    x = tdata((ODD,), dtype, RANK)
-    if not supports(op, dtype):
-        # raised on every rank before anything is sent: the next collective still matches
-        with pytest.raises(TypeError, match=op.name):
-            dist.all_reduce(x, op=op)
-        same(x, tdata((ODD,), dtype, RANK))
-        with pytest.raises(TypeError, match=op.name):
-            dist.reduce(x, LAST, op=op)
-        with pytest.raises(TypeError, match=op.name):
-            dist.reduce_scatter_tensor(x[:1], torch.cat([x[:1]] * WORLD), op=op)
-        check = torch.ones(1)
-        dist.all_reduce(check)
-        same(check, torch.full((1,), float(WORLD)))
-        return
-    ptr = x.data_ptr()
-    dist.all_reduce(x, op=op)
-    same(x, reduce_expected(op, every((ODD,), dtype)),
-         exact=not (op is ReduceOp.AVG and dtype.is_complex))
-    assert x.data_ptr() == ptr
-
-
-@pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.MIN,
-                                ReduceOp.MAX], ids=lambda op: op.name)
-def test_reduce_scatter_tensor_bfloat16_ops(op: ReduceOp) -> None:
-    inp = tdata((WORLD, 5), torch.bfloat16, RANK)
-    out = torch.zeros(5, dtype=torch.bfloat16)
-    dist.reduce_scatter_tensor(out, inp.reshape(-1), op=op)
-    same(out, reduce_expected(op, every((WORLD, 5), torch.bfloat16))[RANK])
-
-
-# -- bfloat16 reduces as numbers, rounded once --------------------------------------------------
-
-
-def test_bfloat16_ones_sum_to_world_size() -> None:
-    x = torch.ones(4 * WORLD + 1, dtype=torch.bfloat16)
-    dist.all_reduce(x)
-    same(x, torch.full_like(x, WORLD))  # as int16 bits, 1 + 1 would be 1.7e38
-
-
-def test_bfloat16_sum_is_rounded_once() -> None:
-    # 1 + 2^-8 + 2^-8 + ...: each partial sum rounded to bfloat16 (8 bits) would stay 1; the
-    # float32 sum rounded once is 1 + (WORLD - 1) * 2^-8, rounded to bfloat16 once.
-    values = [torch.tensor([1.0, -3.0, 2.0 ** -8])] + [
-        torch.tensor([2.0 ** -8, 2.0 ** -9, 1.0 + 2.0 ** -7]) for _ in range(WORLD - 1)]
-    expected = torch.stack(values).sum(0).to(torch.bfloat16)
-    x = values[RANK].to(torch.bfloat16)
-    assert torch.equal(x.float(), values[RANK])  # every input is exact in bfloat16
-    dist.all_reduce(x)
-    same(x, expected)
-    y = values[RANK].to(torch.bfloat16)
-    comm.all_reduce(y)
-    same(y, expected)
-    if WORLD >= 3:  # where one rounding and a rounding per step differ
-        stepwise = functools.reduce(lambda a, b: (a + b).to(torch.bfloat16),
-                                    [v.to(torch.bfloat16) for v in values])
-        assert not torch.equal(stepwise, expected)
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=name)
-def test_half_precision_avg_min_max_product(dtype: Any) -> None:
-    # values whose sums and products are exact in float16: only AVG's division rounds
-    base = [torch.tensor([0.125 * (r + 1), -(r + 1.5), 3.0 - r]) for r in range(WORLD)]
-    for op in (ReduceOp.AVG, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.PRODUCT):
-        x = base[RANK].to(dtype)
-        dist.all_reduce(x, op=op)
-        same(x, reduce_expected(op, [b.to(dtype) for b in base]))
 
 
 # -- groups, requires_grad, views, objects, errors ---------------------------------------------
