@@ -208,3 +208,28 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     if std is None:
         return tensor
     return normal_(tensor, 0.0, std, generator)
+
+
+def layer_defaults_(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default initialization of a ``Linear`` or ``ConvNd`` layer's parameters.
+
+    The weight is ``kaiming_uniform_(weight, a=sqrt(5))``; the bias, when there is one,
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``: the same draws, in the same order, as torch's
+    ``reset_parameters`` of those layers. Package-internal (not in ``__all__``): the layers'
+    ``reset_parameters`` share it.
+
+    Args:
+        weight: the layer's weight, at least 2 dims.
+        bias: its bias, or ``None``.
+
+    Examples:
+        >>> w, b = flow.empty(4, 9), flow.empty(4)
+        >>> nn.init.layer_defaults_(w, b)
+        >>> bool((b.abs() <= 1 / 3).all())
+        True
+    """
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        uniform_(bias, -bound, bound)

@@ -8,7 +8,6 @@ Examples:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ...ops.shape import flatten
@@ -73,11 +72,7 @@ class Linear(Module):
 
     def reset_parameters(self) -> None:
         """Draw the parameters again (PyTorch's default initialization)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init.layer_defaults_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
