@@ -289,7 +289,8 @@ def test_python_list_hint():
         dist.all_reduce([1, 2, 3])
 
 
-@pytest.mark.parametrize("bad", ["world", [0], 0, object()], ids=repr)
+@pytest.mark.parametrize("bad", ["world", [0], 0, object()],
+                         ids=["str", "list", "int", "object"])
 def test_group_of_wrong_type(bad):
     x = f32(WORLD)
     calls = [
