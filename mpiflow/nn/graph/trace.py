@@ -24,7 +24,7 @@ from ...tensors.tensor import Tensor
 from ...tensors.trace import Recorder, recording
 from .plan import Plan, flatten, unflatten
 
-__all__ = ["Traced", "trace_function"]
+__all__ = ["Traced", "trace", "trace_function"]
 
 
 class Traced:
