@@ -171,7 +171,7 @@ def _convert(value: Any, hint: Any, view: View) -> Any:
 
 
 @dataclass
-class Traced:
+class JobTrace:
     """What the first call of an input signature made: the plan (None: the signature runs
     eagerly, for ``reason``) and the trainable variables the plan updates."""
 
@@ -184,7 +184,7 @@ class Job:
     """A job function; call it with numpy arrays for its placeholders.
 
     Attributes:
-        traces: per input signature, what its first call traced (see :class:`Traced`).
+        traces: per input signature, what its first call traced (see :class:`JobTrace`).
         replays: how many calls replayed a plan.
     """
 
@@ -205,7 +205,7 @@ class Job:
         self.optimizers: list[Optimizer] = []
         self.view = config.view or (SESSION.view_stack[-1] if SESSION.view_stack
                                     else CONSISTENT)
-        self.traces: dict[Any, Traced] = {}
+        self.traces: dict[Any, JobTrace] = {}
         self.replays = 0
         functools.update_wrapper(self, fn)
 
@@ -291,11 +291,12 @@ class Job:
             # Nothing was updated yet (the update follows the body): run the call again,
             # eagerly, from the same random state.
             set_rng_state(rng)
-            self.traces[key] = Traced(None, [], str(e))
+            self.traces[key] = JobTrace(None, [], str(e))
             self._note_eager(str(e))
             return self._run(inputs)[0]
-        variables = [v for v in calls[0].used.values() if v.requires_grad]
-        self.traces[key] = Traced(traced.plan, variables, traced.reason)
+        train = self.kind == "train"
+        variables = [v for v in calls[0].used.values() if train and v.requires_grad]
+        self.traces[key] = JobTrace(traced.plan, variables, traced.reason)
         if traced.plan is None:
             self._note_eager(str(traced.reason))
         return out
