@@ -8,7 +8,9 @@ forward and backward, and times both in the same interleaved rounds. On one rank
 are local; on several, global: parameters ``B`` and the batch ``S(0)`` over every rank (data
 parallel, the gradients' all-reduces planned by the layouts). SGD with momentum 0.9 and
 ``foreach=True`` on both sides. The goals: the small step at most :data:`SMALL_GOAL` x the
-eager step's time, the 1M step at most :data:`LARGE_GOAL` x (no slower).
+eager step's time, the 1M step at most :data:`LARGE_GOAL` x (no slower). The ``lenet-job`` row
+is the OneFlow 0.x LeNet train job of :mod:`.legacy_job`, traced against eager (its goal: no
+slower).
 
 The pure parts (the result class and its formatting) need no MPI.
 """
@@ -23,6 +25,7 @@ from typing import Any
 import numpy
 
 from ..nn.graph import Graph
+from .legacy_job import JOB_MODEL, build_job_steps
 from .metrics import Timings
 from .plan import Settings
 
@@ -187,7 +190,8 @@ def zero_state_bytes(model: str = "1m") -> tuple[int, int]:
     return held[0], held[1]
 
 
-def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> GraphResult:
+def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m", JOB_MODEL)
+              ) -> GraphResult:
     """Time the eager and graph steps of each model in interleaved rounds (collective)."""
     from mpi4py import MPI
 
@@ -199,11 +203,13 @@ def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> 
     try:
         rows = []
         for model in models:
-            steps = list(build_graph_steps(model))
-            iters = 100 if model == "small" else 10
+            job = model == JOB_MODEL
+            steps = list(build_job_steps() if job else build_graph_steps(model))
+            iters = {"small": 100, JOB_MODEL: 4}.get(model, 10)
             times = measure_interleaved([steps], [iters], [max(3, iters // 5)],
                                         settings.rounds, timer)
-            rows.append(GraphRow(model, param_count(model), Timings(SIDES, tuple(
+            params = param_count("lenet" if job else model)
+            rows.append(GraphRow(model, params, Timings(SIDES, tuple(
                 tuple(times[0, :, i].tolist()) for i in range(len(SIDES))), settings.stat)))
         held = zero_state_bytes("1m")
         zero = (timer.allreduce(held[0], op=MPI.MAX), timer.allreduce(held[1], op=MPI.MAX))

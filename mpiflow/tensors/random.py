@@ -282,15 +282,37 @@ def _generate(what: str, shape: tuple[int, ...], dtype: numpy.dtype, fill: Fill,
         raise RuntimeError(f"only floating point tensors can require gradients, not {dtype}")
     p, s = layout if layout is not None else (None, None)
     region = _region(shape, p, s, what)
-    call = (generator if generator is not None else default_generator)._advance()
-    if trace.state.recorder is not None:
-        trace.state.recorder.mark_unreplayable(f"{what} draws random numbers")
-    if region is None:
-        return Tensor(xp.empty((0,), dtype=dtype), p, s, shape, requires_grad=requires_grad)
-    local = fill(xp, call, _flat_index(xp, shape, region))
-    local_shape = tuple(r.stop - r.start for r in region)
-    return Tensor(local.astype(dtype, copy=False).reshape(local_shape), p, s, shape,
-                  requires_grad=requires_grad)
+    draw = _Draw(generator if generator is not None else default_generator, fill, xp, shape,
+                 region, dtype)
+    out = Tensor(draw(), p, s, shape, requires_grad=requires_grad)
+    recorder = trace.state.recorder
+    if recorder is not None:
+        if requires_grad:
+            recorder.mark_unreplayable(f"{what} makes a leaf that requires grad")
+        # A replay draws again: the generator's next call, as the eager program's would be.
+        recorder.kernel(draw, (), out)
+    return out
+
+
+class _Draw:
+    """One random draw of a shard: advances the generator and fills the shard (a replayable
+    step of a traced graph, which draws anew on each replay)."""
+
+    __slots__ = ("dtype", "fill", "generator", "region", "shape", "xp")
+
+    def __init__(self, generator: Generator, fill: Fill, xp: Any, shape: tuple[int, ...],
+                 region: tuple[slice, ...] | None, dtype: numpy.dtype) -> None:
+        self.generator, self.fill, self.xp = generator, fill, xp
+        self.shape, self.region, self.dtype = shape, region, dtype
+
+    def __call__(self) -> Any:
+        call = self.generator._advance()
+        region, xp = self.region, self.xp
+        if region is None:
+            return xp.empty((0,), dtype=self.dtype)
+        local = self.fill(xp, call, _flat_index(xp, self.shape, region))
+        local_shape = tuple(r.stop - r.start for r in region)
+        return local.astype(self.dtype, copy=False).reshape(local_shape)
 
 
 def _float_dtype(dtype: Any, what: str) -> numpy.dtype:

@@ -186,7 +186,7 @@ class Recorder:
         del self.steps[mark:]
 
     def mark_unreplayable(self, reason: str) -> None:
-        """This trace cannot be replayed (e.g. it draws random numbers): run eagerly instead."""
+        """This trace cannot be replayed (e.g. it indexes with a tensor): run eagerly instead."""
         if self.unreplayable is None:
             self.unreplayable = reason
 

@@ -168,7 +168,8 @@ class DropoutGraph(nn.Graph):
         return self.m(x)
 
 
-def test_random_ops_run_eagerly_with_eager_bits() -> None:
+def test_random_ops_replay_with_eager_bits() -> None:
+    # Each replay draws the generator's next numbers, as the eager calls do.
     m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     graph = DropoutGraph(m)
     x = _data()[0]
@@ -177,8 +178,13 @@ def test_random_ops_run_eagerly_with_eager_bits() -> None:
     flow.manual_seed(3)
     for want in eager:
         assert_array_equal(graph(x).numpy(), want)
-    assert graph.plans == [None]
-    assert "eager" in repr(graph)
+    assert graph.plans[0] is not None and graph._replays == 2
+    assert not (eager[1] == eager[2]).all()
+
+
+def test_random_leaves_that_require_grad_run_eagerly() -> None:
+    plan, out = trace_function(lambda x: x + flow.rand(2, requires_grad=True), (flow.ones(2),))
+    assert plan is None and out.shape == (2,)
 
 
 def test_state_dict_round_trip_and_repr() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mpiflow.bench.graph import GraphResult, GraphRow, build_graph_steps, format_graph
+from mpiflow.bench.legacy_job import build_job_steps
 from mpiflow.bench.metrics import Timings
 from mpiflow.bench.suites import OPTIONAL_SUITES, expand_suites
 
@@ -22,6 +23,21 @@ def test_eager_and_graph_steps_run() -> None:
     for _ in range(3):
         eager()
         graph()
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(60)
+def test_the_legacy_job_steps_run_eager_and_traced() -> None:
+    from mpiflow.compatible import single_client as flow
+
+    eager, traced = build_job_steps(batch=2)
+    try:
+        for _ in range(2):
+            eager()
+            traced()
+    finally:
+        flow.enable_eager_execution(False)
+        flow.clear_default_session()
 
 
 def test_format_marks_the_goals() -> None:

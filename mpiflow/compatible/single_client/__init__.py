@@ -3,7 +3,8 @@
 Programs written for OneFlow's first API (``@flow.global_function`` job functions with
 ``flow.typing`` placeholders, ``flow.layers``, ``flow.optimizer.*.minimize``, the consistent
 and mirrored views, ``flow.config``/``flow.env`` for the machines) run on mpiflow's eager
-tensors under ``mpiexec``: the MPI job's ranks are the devices, the consistent view lays a
+tensors under ``mpiexec``, each job function traced into a plan on its first call and replayed
+after (as OneFlow compiles a job): the MPI job's ranks are the devices, the consistent view lays a
 batch out over them (``S(0)``) with broadcast variables, and the mirrored view averages each
 rank's gradients. ``flow.config.gpu_device_num`` and ``flow.env.machine`` are checked against
 the MPI job (a difference is reported once); ``flow.env.ctrl_port`` is not needed. OFRecord
@@ -46,6 +47,7 @@ from .checkpoint import get_all_variables, load_variables
 from .function import FunctionConfig, function_config, global_function
 from .initializers import *  # noqa: F403 - the initializers are this namespace's API
 from .initializers import __all__ as _initializers_all
+from .session import SESSION as _SESSION
 from .session import reset as _reset
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
@@ -68,7 +70,10 @@ def clear_default_session() -> None:
 
 
 def enable_eager_execution(val: bool = True) -> None:
-    """Accepted: mpiflow's jobs always run eagerly."""
+    """Run job functions eagerly (``val=True``: the body on every call) or as traced graphs
+    (``False``, the default: traced on the first call of each input signature, replayed
+    after). ``MPIFLOW_JOB_EAGER=1`` in the environment also runs them eagerly."""
+    _SESSION.eager = bool(val)
 
 
 __all__ = [

@@ -1,11 +1,21 @@
-"""``flow.global_function`` and ``flow.function_config``: job functions on eager mode.
+"""``flow.global_function`` and ``flow.function_config``: job functions as traced graphs.
 
-A job function's body runs on every call (mpiflow has no OneFlow graph to compile it into):
-its placeholders become tensors, its layers find their variables by name, and a train job
+A job function is a graph, as in OneFlow: its first call with an input signature (the
+placeholders' shapes and dtypes) runs the body once while :mod:`mpiflow.nn.graph`'s tracer
+records it (forward, loss, backward, the gradients' averaging and the optimizer's update) into
+a plan, and later calls with that signature replay the plan: the same kernels on the new
+inputs, without the body's Python or any per-op dispatch, the same bits as running the body
+again. The learning rate is a tensor the job sets before each call, so a replay follows the
+schedule. Placeholders become tensors, layers find their variables by name, and a train job
 ends with the update its ``minimize`` (or its configuration) asks for. In the consistent view
 an argument is the logical batch, split over the ranks (``S(0)``), and the variables are
 broadcast: the numbers are those of one process, at any rank count. In the mirrored view each
 rank runs on its own batch and the gradients are averaged over the ranks before the update.
+
+``flow.enable_eager_execution(True)`` (or ``MPIFLOW_JOB_EAGER=1`` in the environment) runs
+the body on every call instead. A body that reads a tensor's value into Python (``.numpy()``,
+``float(t)``: control flow on data) cannot be traced: the job says so once and runs eagerly
+for that signature, with the same results.
 
 Examples:
     >>> import numpy
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import typing as _typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,17 +46,25 @@ from ...communication.collectives.objects import all_gather_object
 from ...communication.mpi.group import world_comm
 from ...core.reduce_op import ReduceOp
 from ...layouts.sbp import Split
+from ...nn.graph.plan import Plan
+from ...nn.graph.trace import trace
 from ...ops.reduction import mean
 from ...runtime import topology
+from ...tensors import trace as tensor_trace
 from ...tensors.creation import tensor
+from ...tensors.random import get_rng_state, set_rng_state
 from ...tensors.tensor import Tensor
 from . import typing as tp
 from .optimizer import Optimizer, from_update_conf
-from .session import CONSISTENT, MIRRORED, SESSION, Call, View
+from .session import CONSISTENT, MIRRORED, SESSION, Call, View, note_once
 
 Array = numpy.ndarray
 
-__all__ = ["FunctionConfig", "Job", "JobResult", "function_config", "global_function"]
+__all__ = ["EAGER_ENV", "FunctionConfig", "Job", "JobResult", "function_config",
+           "global_function"]
+
+EAGER_ENV = "MPIFLOW_JOB_EAGER"
+"""Set to a value other than ``""`` and ``"0"``, job functions run eagerly (no tracing)."""
 
 
 @dataclass
@@ -151,8 +170,23 @@ def _convert(value: Any, hint: Any, view: View) -> Any:
                     "ListNumpy (or none, then .get())")
 
 
+@dataclass
+class JobTrace:
+    """What the first call of an input signature made: the plan (None: the signature runs
+    eagerly, for ``reason``) and the trainable variables the plan updates."""
+
+    plan: Plan | None
+    variables: list[Tensor]
+    reason: str | None = None
+
+
 class Job:
-    """A job function; call it with numpy arrays for its placeholders."""
+    """A job function; call it with numpy arrays for its placeholders.
+
+    Attributes:
+        traces: per input signature, what its first call traced (see :class:`JobTrace`).
+        replays: how many calls replayed a plan.
+    """
 
     def __init__(self, fn: Callable[..., Any], kind: str, config: FunctionConfig) -> None:
         self.fn, self.kind, self.config = fn, kind, config
@@ -171,7 +205,14 @@ class Job:
         self.optimizers: list[Optimizer] = []
         self.view = config.view or (SESSION.view_stack[-1] if SESSION.view_stack
                                     else CONSISTENT)
+        self.traces: dict[Any, JobTrace] = {}
+        self.replays = 0
         functools.update_wrapper(self, fn)
+
+    @property
+    def plans(self) -> list[Plan | None]:
+        """The plans traced so far (None for a signature that runs eagerly)."""
+        return [t.plan for t in self.traces.values()]
 
     def _argument(self, name: str, spec: tp.Placeholder, value: Any) -> Tensor:
         dtype = (spec.numpy_dtype if spec.dtype is not None or self.config.data_type is None
@@ -205,23 +246,82 @@ class Job:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         SESSION.check_configuration()
         bound = self.signature.bind(*args, **kwargs)
-        inputs = {name: self._argument(name, spec, bound.arguments[name])
-                  for name, spec in self.placeholders}
-        call = Call(self.view, self.kind == "train")
+        inputs = [self._argument(name, spec, bound.arguments[name])
+                  for name, spec in self.placeholders]
         if SESSION.call is not None:
             raise RuntimeError("a job function cannot be called inside another job function")
+        if SESSION.eager or os.environ.get(EAGER_ENV, "") not in ("", "0"):
+            out = self._run(inputs)[0]
+        else:
+            out = self._graph(inputs)
+        return _convert(out, self.returns, self.view)
+
+    def _graph(self, inputs: list[Tensor]) -> Any:
+        """Replay the plan of the inputs' signature; trace it on its first call."""
+        key = (SESSION.epoch, tuple((tuple(t.shape), t.dtype) for t in inputs))
+        traced = self.traces.get(key)
+        if traced is None:
+            return self._trace(key, inputs)
+        if traced.plan is None:
+            return self._run(inputs)[0]
+        for v in traced.variables:
+            v.grad = None
+        for optimizer in self.optimizers:
+            optimizer.prepare(self.steps)
+        out = traced.plan.run(inputs)
+        for v in traced.variables:
+            v.grad = None
+        if self.kind == "train":
+            self.steps += 1
+        self.replays += 1
+        return out
+
+    def _trace(self, key: Any, inputs: list[Tensor]) -> Any:
+        calls: list[Call] = []
+
+        def body(*tensors: Tensor) -> Any:
+            out, call = self._run(list(tensors))
+            calls.append(call)
+            return out
+
+        rng = get_rng_state()
+        try:
+            traced, out = trace(body, inputs)
+        except tensor_trace.DataDependentError as e:
+            # Nothing was updated yet (the update follows the body): run the call again,
+            # eagerly, from the same random state.
+            set_rng_state(rng)
+            self.traces[key] = JobTrace(None, [], str(e))
+            self._note_eager(str(e))
+            return self._run(inputs)[0]
+        train = self.kind == "train"
+        variables = [v for v in calls[0].used.values() if train and v.requires_grad]
+        self.traces[key] = JobTrace(traced.plan, variables, traced.reason)
+        if traced.plan is None:
+            self._note_eager(str(traced.reason))
+        return out
+
+    def _note_eager(self, reason: str) -> None:
+        name = getattr(self.fn, "__name__", "job")
+        note_once(f"eager job {name}", f"job function {name!r} cannot be traced into a plan "
+                  f"({reason}); it runs eagerly on each call, with the same results")
+
+    def _run(self, inputs: list[Tensor]) -> tuple[Any, Call]:
+        """Run the body (and a train job's update) eagerly; returns its result and call."""
+        named = {name: t for (name, _), t in zip(self.placeholders, inputs)}
+        call = Call(self.view, self.kind == "train")
         SESSION.call = call
         try:
             if call.train:
                 with enable_grad():
-                    out = self.fn(**inputs)
+                    out = self.fn(**named)
                 self._train(call)
             else:
                 with no_grad():
-                    out = self.fn(**inputs)
+                    out = self.fn(**named)
         finally:
             SESSION.call = None
-        return _convert(out, self.returns, self.view)
+        return out, call
 
     def _train(self, call: Call) -> None:
         """Backpropagate the job's losses, average the gradients (mirrored view), update."""
@@ -248,15 +348,23 @@ class Job:
         if self.view is MIRRORED and topology.size > 1:
             for v in variables.values():
                 if v.grad is not None:
-                    world_comm.all_reduce(v.grad._data, ReduceOp.AVG)
+                    tensor_trace.call(_average_grad, v)  # a step of a traced plan
         # the job keeps its optimizers: the k-th minimize of every call is the same one
         while len(self.optimizers) < len(optimizers):
             self.optimizers.append(optimizers[len(self.optimizers)])
         for k in range(len(optimizers)):
-            self.optimizers[k].apply(variables, self.steps)
+            self.optimizers[k].prepare(self.steps)
+            self.optimizers[k].apply(variables)
         for v in variables.values():
             v.grad = None
         self.steps += 1
+
+
+def _average_grad(v: Tensor) -> None:
+    """Average ``v.grad`` over the ranks, in place (the mirrored view's update)."""
+    grad = v.grad
+    if grad is not None:
+        world_comm.all_reduce(grad._data, ReduceOp.AVG)
 
 
 def global_function(type: str = "predict", function_config: FunctionConfig | None = None

@@ -6,6 +6,11 @@ loss instances), averages the gradients over the ranks in the mirrored view, and
 update. The optimizer's state (momentum, moments, the step count the scheduler reads) lives
 in the job, so a job called again continues where it stopped.
 
+The update is part of a traced job's plan, so it is written to replay: the states are tensors
+made once (zeros, so the first step is no special case) and updated in place, and the learning
+rate is a 0-d tensor per layout that :meth:`Optimizer.prepare` sets before each call from the
+scheduler (and Adam's bias correction), so the replayed plan follows the schedule.
+
 Examples:
     >>> s = PiecewiseConstantScheduler([10, 20], [0.1, 0.01, 0.001])
     >>> s.lr(0), s.lr(10), s.lr(25)
@@ -20,10 +25,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy
+
 from ...autograd import no_grad
-from ...ops.pointwise import assign_, sqrt
+from ...layouts.sbp import Broadcast
+from ...ops.pointwise import assign_, fill_, sqrt
+from ...tensors import trace as tensor_trace
+from ...tensors.creation import tensor
 from ...tensors.tensor import Tensor
-from .session import SESSION
+from .session import SESSION, persistent
 
 __all__ = ["Adam", "CosineScheduler", "Optimizer", "PiecewiseConstantScheduler",
            "PiecewiseScalingScheduler", "SGD", "Scheduler"]
@@ -94,12 +104,26 @@ def _scheduler(value: Scheduler | float) -> Scheduler:
     return PiecewiseConstantScheduler([], [float(value)])
 
 
+def _made_like(like: Tensor, array: numpy.ndarray) -> Tensor:
+    """A tensor of ``array`` with ``like``'s layout (broadcast if global), made outside any
+    trace (it lives across calls) and registered with it."""
+    with tensor_trace.suspended():
+        if like.is_global:
+            placement = like.placement
+            out = tensor(array, placement=placement, sbp=(Broadcast(),) * placement.ndim)
+        else:
+            out = tensor(array)
+    return persistent(out)
+
+
 @dataclass
 class Optimizer:
     """An update rule; :meth:`minimize` registers it with the running train job."""
 
     lr_scheduler: Scheduler
     state: dict[str, dict[str, Tensor]] = field(default_factory=dict)
+    rates: dict[Any, Tensor] = field(default_factory=dict, init=False, repr=False)
+    current_rate: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.lr_scheduler = _scheduler(self.lr_scheduler)  # a number: a constant rate
@@ -116,15 +140,44 @@ class Optimizer:
         call.losses.extend([loss] if isinstance(loss, Tensor) else list(loss))
         call.minimizers.append(self)
 
-    def apply(self, variables: dict[str, Tensor], step: int) -> None:
-        """One update of every variable that has a gradient (outside autograd)."""
-        lr = self.lr_scheduler.lr(step)
+    def rate(self, step: int) -> float:
+        """The factor of the gradient step at training step ``step`` (the schedule's rate)."""
+        return self.lr_scheduler.lr(step)
+
+    def prepare(self, step: int) -> None:
+        """Set the learning rate of training step ``step`` into the rate tensors (before the
+        update runs, or its plan replays)."""
+        self.current_rate = self.rate(step)
+        with tensor_trace.suspended(), no_grad():
+            for t in self.rates.values():
+                fill_(t, self.current_rate)
+
+    def lr(self, like: Tensor) -> Tensor:
+        """The learning rate as a 0-d tensor of ``like``'s dtype and layout."""
+        key = (like.placement if like.is_global else None, like.dtype)
+        t = self.rates.get(key)
+        if t is None:
+            t = self.rates[key] = _made_like(like, numpy.array(self.current_rate,
+                                                               like.dtype.numpy))
+        return persistent(t)
+
+    def slot(self, name: str, kind: str, var: Tensor) -> Tensor:
+        """The state ``kind`` of variable ``name`` (zeros like ``var`` at first)."""
+        slots = self.state.setdefault(name, {})
+        t = slots.get(kind)
+        if t is None:
+            t = slots[kind] = _made_like(var, numpy.zeros(tuple(var.shape), var.dtype.numpy))
+        return persistent(t)
+
+    def apply(self, variables: dict[str, Tensor]) -> None:
+        """One update of every variable that has a gradient (outside autograd), at the rate
+        :meth:`prepare` set."""
         with no_grad():
             for name, var in variables.items():
                 if var.grad is not None:
-                    self.update(name, var, var.grad, lr, step)
+                    self.update(name, var, var.grad, self.lr(var))
 
-    def update(self, name: str, var: Tensor, grad: Tensor, lr: float, step: int) -> None:
+    def update(self, name: str, var: Tensor, grad: Tensor, lr: Tensor) -> None:
         """Update ``var`` by its gradient (each rule says how)."""
         raise NotImplementedError(f"{type(self).__name__} has no update rule")
 
@@ -137,15 +190,14 @@ class SGD(Optimizer):
     momentum: float = 0.9
     grad_clipping: Any = None
 
-    def update(self, name: str, var: Tensor, grad: Tensor, lr: float, step: int) -> None:
+    def update(self, name: str, var: Tensor, grad: Tensor, lr: Tensor) -> None:
         if not self.momentum:
             assign_(var, var - grad * lr)
             return
-        slot = self.state.setdefault(name, {})
-        v = slot.get("v")
-        v = grad * -lr if v is None else v * self.momentum - grad * lr
-        slot["v"] = v
-        assign_(var, var + v)
+        v = self.slot(name, "v", var)
+        new = v * self.momentum - grad * lr
+        assign_(v, new)
+        assign_(var, var + new)
 
 
 @dataclass
@@ -159,17 +211,20 @@ class Adam(Optimizer):
     loss_scale_factor: float | None = None
     grad_clipping: Any = None
 
-    def update(self, name: str, var: Tensor, grad: Tensor, lr: float, step: int) -> None:
-        slot = self.state.setdefault(name, {})
-        m = grad * (1 - self.beta1) if "m" not in slot else (
-            slot["m"] * self.beta1 + grad * (1 - self.beta1))
-        v = grad * grad * (1 - self.beta2) if "v" not in slot else (
-            slot["v"] * self.beta2 + grad * grad * (1 - self.beta2))
-        slot["m"], slot["v"] = m, v
+    def rate(self, step: int) -> float:
+        lr = self.lr_scheduler.lr(step)
         if self.do_bias_correction:
             t = step + 1
             lr = lr * (1 - self.beta2 ** t) ** 0.5 / (1 - self.beta1 ** t)
-        assign_(var, var - m * lr / (sqrt(v) + self.epsilon))
+        return lr
+
+    def update(self, name: str, var: Tensor, grad: Tensor, lr: Tensor) -> None:
+        m, v = self.slot(name, "m", var), self.slot(name, "v", var)
+        new_m = m * self.beta1 + grad * (1 - self.beta1)
+        new_v = v * self.beta2 + grad * grad * (1 - self.beta2)
+        assign_(m, new_m)
+        assign_(v, new_v)
+        assign_(var, var - new_m * lr / (sqrt(new_v) + self.epsilon))
 
 
 def from_update_conf(lr: float, conf: dict[str, Any]) -> Optimizer:

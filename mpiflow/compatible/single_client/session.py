@@ -2,7 +2,9 @@
 
 One :class:`Session` per process (:data:`SESSION`); ``flow.clear_default_session()`` starts a
 new one. A job call opens a :class:`Call` that the layers and the optimizers write into
-(automatic layer names, losses, ``minimize`` requests, the variables it used).
+(automatic layer names, losses, ``minimize`` requests, the variables it used). While a job call
+is traced, :func:`persistent` registers the tensors that outlive it (variables, optimizer
+states, learning rates) with the trace, so that its replays read them afresh.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import Any
 
 from ...layouts.placement import Placement
 from ...runtime import topology
+from ...tensors import trace as tensor_trace
 from ...tensors.tensor import Tensor
 
-__all__ = ["CONSISTENT", "MIRRORED", "SESSION", "Call", "Session", "View", "note_once"]
+__all__ = ["CONSISTENT", "MIRRORED", "SESSION", "Call", "Session", "View", "note_once",
+           "persistent"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class Call:
     minimizers: list[Any] = field(default_factory=list)
     used: dict[str, Tensor] = field(default_factory=dict)
     namespaces: list[str] = field(default_factory=list)
+    kept: set[int] = field(default_factory=set)
 
     def auto_name(self, kind: str) -> str:
         """``kind_k`` for the k-th unnamed layer of this kind in the call (the same names on
@@ -73,6 +78,8 @@ class Session:
     nodes: list[dict[str, Any]] | None = None
     checked: bool = False
     notes: set[str] = field(default_factory=set)
+    eager: bool = False
+    epoch: int = 0
 
     @property
     def placement(self) -> Placement:
@@ -127,7 +134,20 @@ def note_once(key: str, message: str) -> None:
         warnings.warn(message, UserWarning, stacklevel=3)
 
 
+def persistent(t: Tensor) -> Tensor:
+    """Register ``t``, a tensor that outlives the job call (a variable, an optimizer's state),
+    with the trace being recorded, if any: its replays read ``t`` afresh instead of fixing its
+    value. Returns ``t``."""
+    recorder = tensor_trace.state.recorder
+    call = SESSION.call
+    if recorder is not None and call is not None and id(t) not in call.kept:
+        call.kept.add(id(t))
+        recorder.add_state(t)
+    return t
+
+
 def reset() -> None:
-    """A new, empty session (``flow.clear_default_session()``)."""
-    fresh = Session()
+    """A new, empty session (``flow.clear_default_session()``): the jobs' traced plans, which
+    read the old variables, are traced again."""
+    fresh = Session(epoch=SESSION.epoch + 1, eager=SESSION.eager)
     SESSION.__dict__.update(fresh.__dict__)

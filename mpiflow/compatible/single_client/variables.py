@@ -1,7 +1,8 @@
 """``flow.get_variable`` and the regularizers: the job's variables, kept by name.
 
 A variable is made on the first call that asks for it and found again by name on the next
-calls (a job's body runs on every call). In the consistent view it is a global tensor
+calls (a job's body runs on the first call of each input signature, which is traced, and on
+every call of an eager job). In the consistent view it is a global tensor
 broadcast over every rank (``B``), in the mirrored view a local tensor with the same values
 on every rank. Its initial values are drawn by numpy, seeded by the name, so they are the
 same at any rank count; a checkpoint loaded before the first call supplies them instead.
@@ -26,10 +27,11 @@ from ... import dtypes as _dtypes
 from ...layouts.sbp import Broadcast
 from ...ops.pointwise import abs as _abs
 from ...ops.reduction import sum as _sum
+from ...tensors import trace as tensor_trace
 from ...tensors.creation import tensor
 from ...tensors.tensor import Tensor
 from .initializers import Initializer, glorot_uniform_initializer
-from .session import MIRRORED, SESSION
+from .session import MIRRORED, SESSION, persistent
 
 __all__ = ["Regularizer", "get_variable", "l1", "l1_l2", "l2", "scoped_name"]
 
@@ -112,14 +114,15 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None,
                 init = Initializer(init.kind, init.a, init.b, random_seed, init.mode,
                                    init.distribution)
             values = init.draw(shape, np_dtype, full)
-        if call.view is MIRRORED:
-            var = tensor(values)
-        else:
-            placement = SESSION.placement
-            var = tensor(values, placement=placement, sbp=(Broadcast(),) * placement.ndim)
+        with tensor_trace.suspended():  # made once, not a step that replays would repeat
+            if call.view is MIRRORED:
+                var = tensor(values)
+            else:
+                placement = SESSION.placement
+                var = tensor(values, placement=placement, sbp=(Broadcast(),) * placement.ndim)
         var.requires_grad_(trainable)
         SESSION.variables[full] = var
-    call.used[full] = var
+    call.used[full] = persistent(var)
     if regularizer is not None and call.train and var.requires_grad:
         call.losses.append(regularizer.penalty(var))
     return var

@@ -17,9 +17,10 @@ The eager program a graph equals: for each micro-batch ``x[i*m:(i+1)*m]`` of eve
 ``opt.clip_grad()``, ``opt.step()``, ``opt.zero_grad()``, ``lr_sch.step()``. Outputs of several
 micro-batches come back stacked (0-d outputs) or concatenated along dim 0.
 
-A ``build()`` that draws random numbers (dropout) or indexes with tensors is not replayed: the
-graph then runs it eagerly on every call (``debug()`` says so). Reading a value into Python
-(``.item()``, ``.numpy()``, ``if tensor:``) inside ``build()`` raises ``DataDependentError``.
+A ``build()`` that indexes with tensors is not replayed: the graph then runs it eagerly on every
+call (``debug()`` says so). Random draws (dropout) replay: each takes the generator's next call.
+Reading a value into Python (``.item()``, ``.numpy()``, ``if tensor:``) inside ``build()``
+raises ``DataDependentError``.
 
 Examples:
     >>> import mpiflow.nn as nn

@@ -24,7 +24,7 @@ from ...tensors.tensor import Tensor
 from ...tensors.trace import Recorder, recording
 from .plan import Plan, flatten, unflatten
 
-__all__ = ["Traced", "trace_function"]
+__all__ = ["Traced", "trace", "trace_function"]
 
 
 class Traced:
@@ -73,8 +73,8 @@ def trace_function(fn: Callable[..., Any], tensors: Sequence[Any], state: Iterab
                    ) -> tuple[Plan | None, Any]:
     """Trace ``fn(*tensors)`` into a :class:`Plan`; returns ``(plan, result)``.
 
-    The plan is None when the call cannot be replayed (it draws random numbers or indexes with
-    a tensor): run ``fn`` eagerly instead. ``plan.run(new_tensors)`` replays it on tensors of
+    The plan is None when the call cannot be replayed (it indexes with a tensor): run ``fn``
+    eagerly instead. ``plan.run(new_tensors)`` replays it on tensors of
     the same shapes, dtypes and layouts as ``tensors``' tensors, reading ``state`` afresh.
 
     Args:
