@@ -11,12 +11,15 @@ import pytest
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torch_ddp.py"
 
 
-def run_example(ranks: int) -> float:
-    """Run the example under ``mpiexec -n ranks``; its final test accuracy."""
+def run_example(ranks: int, epochs: int = 6) -> float:
+    """Run the example under ``mpiexec -n ranks``; its final test accuracy.
+
+    Six epochs (of the example's default twelve) reach 0.94-0.95 at 1 and 4 ranks alike, in half
+    the test's time."""
     from helpers import run_job
 
     code = ("import runpy, sys; "
-            f"sys.argv = [{str(SCRIPT)!r}]; "
+            f"sys.argv = [{str(SCRIPT)!r}, '--epochs', '{epochs}']; "
             "runpy.run_path(sys.argv[0], run_name='__main__')")
     job = run_job(ranks, code, timeout=150)
     assert job.returncode == 0, f"{ranks} rank(s) failed:\n{job.stdout}\n{job.stderr}"
