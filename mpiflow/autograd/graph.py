@@ -150,6 +150,8 @@ def backward(tensor: Tensor, gradient: Tensor | None = None, retain_graph: bool 
     if not tensor.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a "
                            "grad_fn")
+    if trace.state.recorder is not None:
+        trace.state.recorder.mark_backward()
     if gradient is None:
         if tensor.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
