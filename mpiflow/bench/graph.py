@@ -24,6 +24,7 @@ import numpy
 
 from ..nn.graph import Graph
 from .metrics import Timings
+from .pipeline import PipelineResult, build_pipeline_steps, format_pipeline
 from .plan import Settings
 
 __all__ = ["LARGE_GOAL", "SMALL_GOAL", "GraphResult", "GraphRow", "build_graph_steps",
@@ -66,11 +67,13 @@ class GraphResult:
     nranks: int
     rows: tuple[GraphRow, ...]
     zero: tuple[int, int] | None = None
+    pipeline: PipelineResult | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows],
                 "zero_state_bytes": None if self.zero is None else
-                {"unsharded": self.zero[0], "zero1": self.zero[1]}}
+                {"unsharded": self.zero[0], "zero1": self.zero[1]},
+                "pipeline": None if self.pipeline is None else self.pipeline.to_json()}
 
 
 def build_graph_steps(model: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -207,7 +210,13 @@ def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> 
                 tuple(times[0, :, i].tolist()) for i in range(len(SIDES))), settings.stat)))
         held = zero_state_bytes("1m")
         zero = (timer.allreduce(held[0], op=MPI.MAX), timer.allreduce(held[1], op=MPI.MAX))
-        return GraphResult(world_comm.size, tuple(rows), zero)
+        pipeline = None
+        if world_comm.size >= 2:
+            times = measure_interleaved([list(build_pipeline_steps())], [5], [3],
+                                        settings.rounds, timer)
+            eager, step, ideal = (float(numpy.median(times[0, :, i])) for i in range(3))
+            pipeline = PipelineResult(step, ideal, eager)
+        return GraphResult(world_comm.size, tuple(rows), zero, pipeline)
     finally:
         timer.Free()
 
@@ -242,4 +251,6 @@ def format_graph(result: GraphResult, markdown: bool = False) -> str:
         lines.append(f"ZeRO stage 1, 1m model, Adam: optimizer state per rank {whole / 2**20:.2f} "
                      f"MiB unsharded, {sharded / 2**20:.2f} MiB sharded ({sharded / whole:.2f}x;"
                      f" 1/N = {1 / result.nranks:.2f})")
+    if result.pipeline is not None:
+        lines.append(format_pipeline(result.pipeline))
     return "\n".join(lines)
