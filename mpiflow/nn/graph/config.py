@@ -63,9 +63,15 @@ class GraphConfig:
 
         Raises:
             ValueError: ``stage`` is not 1, 2 or 3.
+            NotImplementedError: ``stage=3`` (parameters sharded: not implemented).
         """
         if stage not in (1, 2, 3):
             raise ValueError(f"ZeRO stage must be 1, 2 or 3, got {stage!r}")
+        if stage == 3 and mode:
+            raise NotImplementedError(
+                "ZeRO stage 3 (parameters sharded, gathered before each use) is not "
+                "implemented in mpiflow's nn.Graph; stage 2 shards the optimizer states and the "
+                "gradients (docs/graph.md)")
         self.zero_stage = stage if mode else 0
         self.zero_shard_min_size = int(shard_min_size)
         del shard_restore_level  # OneFlow's memory/communication trade-off; one choice here

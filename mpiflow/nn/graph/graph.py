@@ -147,6 +147,7 @@ class Graph:
         if type(self).build is Graph.build:
             raise NotImplementedError(f"{type(self).__name__} must define build()")
         object.__setattr__(self, "_calls", self._calls + 1)
+        self._zeros()
         steps = self.config.gradient_accumulation_steps
         if steps == 1:
             out = self._micro(args, kwargs, 1.0)
@@ -225,17 +226,35 @@ class Graph:
         finally:
             tensor_trace.state.loss_scale = previous
 
-    def _update(self) -> None:
-        zeros = self.__dict__.get("_zeros")
+    def _zeros(self) -> list[Zero] | None:
+        """The optimizers' ZeRO shards, made at the first call (before its trace: stage 2
+        sends the gradients to the shards)."""
+        zeros = self.__dict__.get("_zero_list")
         if zeros is None and self.config.zero_stage:
-            zeros = [Zero(optim, self.config.zero_shard_min_size)
+            zeros = [Zero(optim, self.config.zero_shard_min_size, self.config.zero_stage)
                      for optim, _ in self._optimizers]
-            object.__setattr__(self, "_zeros", zeros)
+            object.__setattr__(self, "_zero_list", zeros)
+        return zeros
+
+    @property
+    def grad_bytes(self) -> int:
+        """The bytes of gradient this rank held for the optimizers' parameters when the last
+        call's update began (ZeRO stage 2: the shards' rows)."""
+        return int(self.__dict__.get("_grad_bytes", 0))
+
+    def _update(self) -> None:
+        zeros = self._zeros()
+        held = 0
+        for i, (optim, _) in enumerate(self._optimizers):
+            if zeros is not None:
+                held += zeros[i].grad_bytes()
+            else:
+                held += sum(int(p.grad._data.nbytes) for g in optim.param_groups
+                            for p in g["params"] if p.grad is not None)
+        object.__setattr__(self, "_grad_bytes", held)
         for i, (optim, lr_sch) in enumerate(self._optimizers):
             if zeros is not None:
                 zeros[i].step()
-                for p, _ in zeros[i].pairs:
-                    p.grad = None
             else:
                 optim.clip_grad()
                 optim.step()
