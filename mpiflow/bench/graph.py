@@ -217,8 +217,8 @@ def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m")) -> 
         if world_comm.size >= 2:
             times = measure_interleaved([list(build_pipeline_steps())], [5], [3],
                                         settings.rounds, timer)
-            eager, step, ideal = (float(numpy.median(times[0, :, i])) for i in range(3))
-            pipeline = PipelineResult(step, ideal, eager)
+            eager, step, *stages = (float(numpy.median(times[0, :, i])) for i in range(4))
+            pipeline = PipelineResult(step, eager, tuple(stages))
         return GraphResult(world_comm.size, tuple(rows), zero, pipeline)
     finally:
         timer.Free()

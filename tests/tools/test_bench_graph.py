@@ -48,9 +48,10 @@ def test_pipeline_row_reports_the_bubble() -> None:
 
     slow = Timings(("eager", "graph"), ((1e-3, 1e-3), (9e-4, 9e-4)))
     result = GraphResult(2, (GraphRow("small", 10, slow),), None,
-                         PipelineResult(0.015, 0.010, 0.021))
+                         PipelineResult(0.015, 0.021, (0.010, 0.008)))
     text = format_graph(result)
     assert "step 15.000 ms" in text and "10.000 ms: 1.50x" in text and "(2.10x)" in text
+    assert "stages alone: 10.000 + 8.000 ms" in text
     assert result.to_json()["pipeline"]["bubble"] == pytest.approx(1.5)
 
 
