@@ -73,7 +73,9 @@ def redirect_grad(leaf: Tensor, target: Tensor | None) -> None:
     if tuple(target.shape) != tuple(leaf.shape):
         raise ValueError(f"redirect_grad: the target's shape {tuple(target.shape)} is not the "
                          f"leaf's {tuple(leaf.shape)}")
-    _GRAD_TARGETS[id(leaf)] = (weakref.ref(leaf), target)
+    key = id(leaf)
+    # Forget the entry when the leaf goes (before its id can be reused).
+    _GRAD_TARGETS[key] = (weakref.ref(leaf, lambda _: _GRAD_TARGETS.pop(key, None)), target)
 
 
 def _plain(t: Tensor) -> Tensor:

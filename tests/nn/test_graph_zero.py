@@ -87,3 +87,20 @@ def test_stage3_is_not_implemented() -> None:
         config.enable_zero(True, stage=3)
     config.enable_zero(False, stage=3)  # off: nothing to refuse
     assert config.zero_stage == 0
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.timeout(60)
+def test_stage2_redirects_gradients_during_its_calls_only() -> None:
+    placement = flow.placement("cpu", list(range(SIZE)))
+    m = nn.Linear(4, 2 * SIZE).to_global(placement, flow.sbp.broadcast)
+    graph = Train(m, flow.optim.SGD(m.parameters(), lr=0.1), 2, 1)
+    x = flow.ones(2 * SIZE, 4).to_global(placement, flow.sbp.broadcast)
+    y = flow.zeros(2 * SIZE, 2 * SIZE).to_global(placement, flow.sbp.broadcast)
+    graph(x, y)
+    ((m(x) - y) ** 2).mean().backward()  # eager, between calls: the parameter's own .grad
+    assert m.weight.grad is not None and m.weight.grad.sbp == (flow.sbp.broadcast,)
+    m.weight.grad = None
+    m.bias.grad = None
+    graph(x, y)
+    assert m.weight.grad is None

@@ -147,18 +147,23 @@ class Graph:
         if type(self).build is Graph.build:
             raise NotImplementedError(f"{type(self).__name__} must define build()")
         object.__setattr__(self, "_calls", self._calls + 1)
-        self._zeros()
-        steps = self.config.gradient_accumulation_steps
-        if steps == 1:
-            out = self._micro(args, kwargs, 1.0)
-        elif is_pipelined(self._members_list()):
-            out = _combine(self._pipelined(list(_micro_batches(args, kwargs, steps)),
-                                           1.0 / steps))
-        else:
-            outs = [self._micro(a, k, 1.0 / steps) for a, k in _micro_batches(args, kwargs,
-                                                                                  steps)]
-            out = _combine(outs)
-        self._update()
+        zeros = self._zeros() or []
+        for zero in zeros:
+            zero.redirect(True)
+        try:
+            steps = self.config.gradient_accumulation_steps
+            if steps == 1:
+                out = self._micro(args, kwargs, 1.0)
+            elif is_pipelined(self._members_list()):
+                out = _combine(self._pipelined(list(_micro_batches(args, kwargs, steps)),
+                                               1.0 / steps))
+            else:
+                out = _combine([self._micro(a, k, 1.0 / steps)
+                                for a, k in _micro_batches(args, kwargs, steps)])
+            self._update()
+        finally:
+            for zero in zeros:
+                zero.redirect(False)
         return out
 
     def _members_list(self) -> list[Module]:

@@ -70,8 +70,6 @@ class Zero:
                     shard = _shard_of(p)
                     self.pairs.append((p, shard))
                     params.append(shard)
-                    if stage >= 2:
-                        redirect_grad(p, shard)
                 else:
                     params.append(p)
             if group.get("clip_grad_max_norm") is not None:
@@ -114,10 +112,13 @@ class Zero:
                 shard.grad = None
                 p.grad = None
 
-    def release(self) -> None:
-        """Give the parameters their own gradients back (undo stage 2's redirection)."""
-        for p, _ in self.pairs:
-            redirect_grad(p, None)
+    def redirect(self, on: bool) -> None:
+        """Stage 2: send (``on``) or stop sending the parameters' gradients to their shards.
+        The graph turns it on for its calls only, so the modules used eagerly between calls
+        get their own gradients."""
+        if self.stage >= 2:
+            for p, shard in self.pairs:
+                redirect_grad(p, shard if on else None)
 
 
 def _shard_of(t: Tensor) -> Tensor:
