@@ -9,15 +9,16 @@ the update the rows are gathered back into the parameter (one all-gather per par
 updates are elementwise, so the parameters get the same bits as without ZeRO. Gradient
 clipping runs on the whole gradients before they are sharded, as without ZeRO.
 
-Stage 2 also shards the gradients: the parameter's gradients are accumulated into its shard
-(:func:`~mpiflow.autograd.graph.redirect_grad`), so the data-parallel gradient, a partial sum
-``P``, is reduce-scattered into ``S(0)`` rows instead of all-reduced whole, and each rank holds
-its rows of the gradient only. A reduce-scatter adds the ranks' values as the all-reduce does
-where the reduction order is the same: at 2 ranks, and at any rank count under
-``flow.use_deterministic_algorithms(True)`` (exact sums); otherwise MPI's algorithms may add
-in another order and the parameters agree with stage 1 to rounding. Clipping (parameter
-groups with ``clip_grad_max_norm``) then takes the norm over the shards: the same norm, its
-partial sums added in another order, so clipped updates agree to rounding.
+Stage 2 also shards the gradients: during the graph's calls the parameter's gradients are
+accumulated into its shard (:func:`~mpiflow.autograd.graph.redirect_grad`), so the
+data-parallel gradient, a partial sum ``P``, is reduce-scattered into ``S(0)`` rows instead
+of all-reduced whole, and each rank holds its rows of the gradient only. A reduce-scatter
+adds the ranks' values as the all-reduce does where the reduction order is the same: at 2
+ranks, and at any rank count under ``flow.use_deterministic_algorithms(True)`` (exact sums);
+otherwise MPI's algorithms may add in another order and the parameters agree with stage 1 to
+rounding. Clipping (parameter groups with ``clip_grad_max_norm``) then takes the norm over the
+shards: the same norm, its partial sums added in another order, so clipped updates agree to
+rounding.
 
 Stage 3 (parameters sharded too) is not implemented: ``enable_zero(stage=3)`` raises
 ``NotImplementedError``.
