@@ -12,6 +12,7 @@ converted to the leaf's own placement, sbp and dtype before it is accumulated in
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,8 +41,41 @@ __all__ = [
     "queue_callback",
     "rebind_inplace",
     "record",
+    "redirect_grad",
     "set_grad_enabled",
 ]
+
+# leaf id -> (a weak reference to the leaf, the tensor that takes its gradients)
+_GRAD_TARGETS: dict[int, tuple[weakref.ref[Tensor], Tensor]] = {}
+
+
+def redirect_grad(leaf: Tensor, target: Tensor | None) -> None:
+    """Accumulate ``leaf``'s gradients into ``target.grad``, in ``target``'s layout, instead
+    of into ``leaf.grad`` (None: undo). ZeRO stage 2 gives a data-parallel parameter its shard
+    this way: the gradient's ``P`` -> ``B`` all-reduce becomes a ``P`` -> ``S(0)``
+    reduce-scatter, and each rank keeps its rows only.
+
+    Raises:
+        ValueError: ``target``'s shape is not ``leaf``'s.
+
+    Examples:
+        >>> w = flow.ones(2, requires_grad=True)
+        >>> into = flow.zeros(2, requires_grad=True)
+        >>> redirect_grad(w, into)
+        >>> (w * 3).sum().backward()
+        >>> w.grad is None, into.grad
+        (True, tensor([3., 3.]))
+        >>> redirect_grad(w, None)
+    """
+    if target is None:
+        _GRAD_TARGETS.pop(id(leaf), None)
+        return
+    if tuple(target.shape) != tuple(leaf.shape):
+        raise ValueError(f"redirect_grad: the target's shape {tuple(target.shape)} is not the "
+                         f"leaf's {tuple(leaf.shape)}")
+    key = id(leaf)
+    # Forget the entry when the leaf goes (before its id can be reused).
+    _GRAD_TARGETS[key] = (weakref.ref(leaf, lambda _: _GRAD_TARGETS.pop(key, None)), target)
 
 
 def _plain(t: Tensor) -> Tensor:
@@ -111,6 +145,10 @@ def _accumulate(leaf: Tensor, grad: Tensor) -> None:
     if tuple(grad.shape) != tuple(leaf.shape):
         raise RuntimeError(f"gradient of shape {tuple(grad.shape)} for a tensor of shape "
                            f"{tuple(leaf.shape)}: a gradient rule is wrong")
+    if _GRAD_TARGETS:
+        held = _GRAD_TARGETS.get(id(leaf))
+        if held is not None and held[0]() is leaf:
+            leaf = held[1]
     if leaf.is_global:
         grad = grad.to_global(leaf.placement, leaf.sbp)
     elif grad.is_global:
@@ -150,6 +188,8 @@ def backward(tensor: Tensor, gradient: Tensor | None = None, retain_graph: bool 
     if not tensor.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a "
                            "grad_fn")
+    if trace.state.recorder is not None:
+        trace.state.recorder.mark_backward()
     if gradient is None:
         if tensor.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "

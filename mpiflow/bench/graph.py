@@ -27,6 +27,7 @@ import numpy
 from ..nn.graph import Graph
 from .legacy_job import JOB_MODEL, build_job_steps
 from .metrics import Timings
+from .pipeline import PipelineResult, build_pipeline_steps, format_pipeline
 from .plan import Settings
 
 __all__ = ["LARGE_GOAL", "SMALL_GOAL", "GraphResult", "GraphRow", "build_graph_steps",
@@ -63,17 +64,21 @@ class GraphRow:
 
 @dataclass(frozen=True)
 class GraphResult:
-    """The rows of one run, its rank count, and the optimizer-state bytes per rank of the 1M
-    model with Adam (max over ranks) without and with ZeRO stage 1 (None: not measured)."""
+    """The rows of one run, its rank count, the per-rank bytes (max over ranks) of the 1M
+    model with Adam (:func:`zero_state_bytes`: optimizer states unsharded, ZeRO stage 1,
+    stage 2; gradients unsharded, stage 2; None: not measured), the pipeline row."""
 
     nranks: int
     rows: tuple[GraphRow, ...]
-    zero: tuple[int, int] | None = None
+    zero: tuple[int, ...] | None = None
+    pipeline: PipelineResult | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows],
                 "zero_state_bytes": None if self.zero is None else
-                {"unsharded": self.zero[0], "zero1": self.zero[1]}}
+                dict(zip(("unsharded", "zero1", "zero2", "grad_unsharded", "grad_zero2"),
+                         self.zero)),
+                "pipeline": None if self.pipeline is None else self.pipeline.to_json()}
 
 
 def build_graph_steps(model: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -158,9 +163,10 @@ class _AdamStep(Graph):
         return loss
 
 
-def zero_state_bytes(model: str = "1m") -> tuple[int, int]:
-    """The optimizer-state bytes this rank holds after one Adam step of ``model``'s graph,
-    without and with ZeRO stage 1 (collective; parameters ``B`` over every rank)."""
+def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int]:
+    """Per-rank bytes after one Adam step of ``model``'s graph (collective; parameters ``B``
+    over every rank, batch ``S(0)``): optimizer states unsharded, with ZeRO stage 1, with
+    stage 2; gradients unsharded, with stage 2."""
     from .. import nn, optim
     from ..communication.mpi.group import world_comm
     from ..layouts.placement import Placement
@@ -176,18 +182,19 @@ def zero_state_bytes(model: str = "1m") -> tuple[int, int]:
     x = tensor(rng.standard_normal((batch * size, widths[0]), dtype=numpy.float32))
     y = tensor(rng.integers(0, widths[-1], batch * size))
     x, y = (t.to_global(placement, Broadcast()).to_global(placement, Split(0)) for t in (x, y))
-    held = []
-    for zero in (False, True):
+    states, grads = [], []
+    for stage in (0, 1, 2):
         net = nn.Sequential(*[nn.Linear(a, b) for a, b in itertools.pairwise(widths)])
         net.to_global(placement, Broadcast())
         opt = optim.Adam(net.parameters(), lr=1e-3)
 
         graph = _AdamStep(net, opt)
-        if zero:
-            graph.config.enable_zero(True, stage=1)
+        if stage:
+            graph.config.enable_zero(True, stage=stage)
         graph(x, y)
-        held.append(state_bytes(opt))
-    return held[0], held[1]
+        states.append(state_bytes(opt))
+        grads.append(graph.grad_bytes)
+    return states[0], states[1], states[2], grads[0], grads[2]
 
 
 def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m", JOB_MODEL)
@@ -211,9 +218,14 @@ def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m", JOB_
             params = param_count("lenet" if job else model)
             rows.append(GraphRow(model, params, Timings(SIDES, tuple(
                 tuple(times[0, :, i].tolist()) for i in range(len(SIDES))), settings.stat)))
-        held = zero_state_bytes("1m")
-        zero = (timer.allreduce(held[0], op=MPI.MAX), timer.allreduce(held[1], op=MPI.MAX))
-        return GraphResult(world_comm.size, tuple(rows), zero)
+        zero = tuple(timer.allreduce(n, op=MPI.MAX) for n in zero_state_bytes("1m"))
+        pipeline = None
+        if world_comm.size >= 2:
+            times = measure_interleaved([list(build_pipeline_steps())], [5], [3],
+                                        settings.rounds, timer)
+            eager, step, *stages = (float(numpy.median(times[0, :, i])) for i in range(4))
+            pipeline = PipelineResult(step, eager, tuple(stages))
+        return GraphResult(world_comm.size, tuple(rows), zero, pipeline)
     finally:
         timer.Free()
 
@@ -244,8 +256,12 @@ def format_graph(result: GraphResult, markdown: bool = False) -> str:
         widths = [max(len(c) for c in col) for col in zip(header, *rows)]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, *rows]]
     if result.zero is not None:
-        whole, sharded = result.zero
-        lines.append(f"ZeRO stage 1, 1m model, Adam: optimizer state per rank {whole / 2**20:.2f} "
-                     f"MiB unsharded, {sharded / 2**20:.2f} MiB sharded ({sharded / whole:.2f}x;"
-                     f" 1/N = {1 / result.nranks:.2f})")
+        mib = [n / 2**20 for n in result.zero]
+        lines.append(f"ZeRO, 1m model, Adam, per rank (1/N = {1 / result.nranks:.2f}): optimizer "
+                     f"states {mib[0]:.2f} MiB unsharded, {mib[1]:.2f} MiB stage 1 "
+                     f"({result.zero[1] / result.zero[0]:.2f}x), {mib[2]:.2f} MiB stage 2; "
+                     f"gradients {mib[3]:.2f} MiB unsharded, {mib[4]:.2f} MiB stage 2 "
+                     f"({result.zero[4] / max(result.zero[3], 1):.2f}x)")
+    if result.pipeline is not None:
+        lines.append(format_pipeline(result.pipeline))
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from .. import ops
 from ..autograd import no_grad
+from ..layouts.sbp import Broadcast
 from ..tensors.creation import tensor as make_tensor
 from ..tensors.tensor import Tensor
 
@@ -57,7 +58,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
         return make_tensor(0.0)
     norm_type = float(norm_type)
     with no_grad():
-        norms = [ops.norm(g, norm_type) for g in grads]
+        norms = [_on(ops.norm(g, norm_type), grads[0]) for g in grads]
         stacked = norms[0].reshape(1) if len(norms) == 1 else ops.stack(norms)
         if norm_type == math.inf:
             total = ops.amax(stacked)
@@ -70,8 +71,17 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
                                "non-finite, so it cannot be clipped")
         coef = ops.clamp(max_norm / (total + 1e-6), max=1.0)
         for g in grads:
-            g.mul_(coef)
+            g.mul_(_on(coef, g))
     return total
+
+
+def _on(value: Tensor, like: Tensor) -> Tensor:
+    """``value`` (0-d) on ``like``'s placement, broadcast, where the two differ (gradients
+    of pipeline stages live on different placements)."""
+    if not like.is_global or value.placement == like.placement:
+        return value
+    return value.to_global(placement=like.placement,
+                           sbp=[Broadcast()] * like.placement.ndim)
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:

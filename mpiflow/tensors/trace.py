@@ -75,6 +75,7 @@ class Recorder:
         self.meta: list[tuple[Any, Any, Any]] = []  # per slot: (placement, sbp, shape)
         self.n_inputs = 0
         self.unreplayable: str | None = None
+        self.backward_at: int | None = None  # the first backward's first step (pipelines)
         self._slots: dict[int, int] = {}
         self._state: dict[int, tuple[int, Tensor]] = {}
         # Keeps arrays alive so that their ids stay unique: id -> [array, references held].
@@ -180,6 +181,12 @@ class Recorder:
             return value is None
         key = id(value._data)
         return key in self._slots or key in self._state
+
+    def mark_backward(self) -> None:
+        """Note where the first ``backward()`` begins: the steps before it are the forward
+        pass, which a pipelined replay runs for every micro-batch before any backward."""
+        if self.backward_at is None:
+            self.backward_at = len(self.steps)
 
     def rollback(self, mark: int) -> None:
         """Forget the steps recorded since ``len(steps)`` was ``mark``."""

@@ -128,25 +128,50 @@ class ClipGraph(flow.nn.Graph):
         super().__init__()
         self.m1 = m1
         self.m2 = m2
+        if m1.param.is_global and m2.param.is_global and m1.param.placement != m2.param.placement:
+            self.m1.to(GraphModule).set_stage(0)
+            self.m2.to(GraphModule).set_stage(1)
         self.add_optimizer(opt)
         if acc > 1:
             self.config.set_gradient_accumulation_steps(acc)
 
     def build(self, input: flow.Tensor, target: flow.Tensor) -> flow.Tensor:
-        loss = self.m2(self.m1(input), target)
+        x = self.m1(input)
+        if x.is_global and target.is_global and x.placement != target.placement:
+            x = x.to_global(placement=target.placement)
+        loss = self.m2(x, target)
         loss.backward()
         return loss
 
 
+def _clip_layouts(modes: list[str]) -> tuple[object, object, object, object, object, object]:
+    """OneFlow's TensorGenerator: (placement1, placement2, input/target sbp, param sbp) for
+    the parallel modes ("DP": split the batch; "MP": split the parameters; "PP": the two
+    modules on the two halves of the ranks; two modes without PP: a 2 x n/2 mesh)."""
+    ranks = numpy.arange(SIZE)
+    b, s0 = flow.sbp.broadcast, flow.sbp.split(0)
+    data = [s0 if m == "DP" else b for m in modes if m != "PP"]
+    params = [s0 if m == "MP" else b for m in modes if m != "PP"]
+    if "PP" in modes:
+        halves = ranks.reshape(2, -1)
+        p1, p2 = flow.placement("cpu", halves[0].tolist()), flow.placement("cpu",
+                                                                             halves[1].tolist())
+    elif len(modes) > 1:
+        p1 = p2 = flow.placement("cpu", ranks.reshape(2, -1).tolist())
+    else:
+        p1 = p2 = flow.placement("cpu", ranks.tolist())
+    return p1, p2, data or [b], data or [b], params or [b], params or [b]
+
+
 def _compare_clip_with_eager(batch_size: int = 8, acc: int = 1, norm_type: float = 2.0,
-                             max_norm: float = 1.0, parallel_mode: str | None = None,
+                             max_norm: float = 1.0, parallel_mode: str | list[str] | None = None,
                              rtol: float = 1e-3, atol: float = 1e-5) -> None:
     placement = flow.placement("cpu", list(range(SIZE)))
     b = flow.sbp.broadcast
     flow.manual_seed(0)
-    input = flow.ones(batch_size, 10).to_global(placement, b)
-    param1 = flow.ones(8, 10).to_global(placement, b)
-    param2 = flow.ones(8, 10).to_global(placement, b)
+    input = flow.randn(batch_size, 10).to_global(placement, b)
+    param1 = flow.randn(8, 10).to_global(placement, b)
+    param2 = flow.randn(8, 10).to_global(placement, b)
     target = flow.randint(0, 10, (batch_size,)).to_global(placement, b)
 
     m1, m2 = ClipModule1(param1.to_local().clone()), ClipModule2(param2.to_local().clone())
@@ -158,16 +183,13 @@ def _compare_clip_with_eager(batch_size: int = 8, acc: int = 1, norm_type: float
     opt.step()
     loss_a, w1_a, w2_a = loss.numpy(), m1.param.numpy(), m2.param.numpy()
 
-    data_sbp, param_sbp = b, b
-    if parallel_mode == "DP":
-        data_sbp = flow.sbp.split(0)
-    elif parallel_mode == "MP":
-        param_sbp = flow.sbp.split(0)
-    g1 = ClipModule1(param1.to_global(placement, param_sbp))
-    g2 = ClipModule2(param2.to_global(placement, param_sbp))
+    modes = [] if parallel_mode is None else (
+        [parallel_mode] if isinstance(parallel_mode, str) else list(parallel_mode))
+    p1, p2, in_sbp, tgt_sbp, w1_sbp, w2_sbp = _clip_layouts(modes)
+    g1 = ClipModule1(param1.to_global(p1, w1_sbp))
+    g2 = ClipModule2(param2.to_global(p2, w2_sbp))
     graph = ClipGraph(g1, g2, _clip_optimizer([g1.param, g2.param], norm_type, max_norm), acc)
-    graph_loss = graph(input.to_global(placement, data_sbp),
-                       target.to_global(placement, data_sbp))
+    graph_loss = graph(input.to_global(p1, in_sbp), target.to_global(p2, tgt_sbp))
     if acc > 1 and graph_loss.numel() == acc:
         graph_loss = graph_loss.mean()
     loss_b = graph_loss.to_global(placement, b).to_local().numpy()
@@ -191,26 +213,39 @@ def test_clip_grad_norm_inf_local_and_acc() -> None:
 
 
 @exactly(2)
-@pytest.mark.parametrize("mode", ["DP", "MP"])
-def test_clip_grad_norm_dp_mp(mode: str) -> None:
-    _compare_clip_with_eager(parallel_mode=mode)
+@pytest.mark.parametrize("mode,acc", [("DP", 1), ("MP", 1), ("PP", 1), ("PP", 8)])
+def test_clip_grad_norm_dp_mp_pp(mode: str, acc: int) -> None:
+    _compare_clip_with_eager(parallel_mode=mode, acc=acc)
 
 
 @exactly(2)
-def test_clip_grad_norm_inf_dp_mp() -> None:
+def test_clip_grad_norm_inf_dp_mp_pp() -> None:
     _compare_clip_with_eager(norm_type=float("inf"), max_norm=2.0, parallel_mode="DP",
                              atol=1e-6)
     _compare_clip_with_eager(norm_type=-float("inf"), max_norm=3.0, parallel_mode="MP",
                              atol=1e-6)
+    _compare_clip_with_eager(norm_type=float("inf"), max_norm=4.0, parallel_mode="PP",
+                             atol=1e-6)
+    _compare_clip_with_eager(acc=8, norm_type=-float("inf"), max_norm=5.0, parallel_mode="PP",
+                             atol=1e-6)
 
 
-@exactly(2)
-def test_expected_difference_clip_grad_norm_pp() -> None:
-    # OneFlow's PP cases put m1 and m2 on stages 0 and 1; mpiflow has no pipeline stages.
-    m = ClipModule1(flow.ones(8, 10))
-    graph = ClipGraph(m, ClipModule2(flow.ones(8, 10)), _clip_optimizer([m.param], 2.0, 1.0), 1)
-    with pytest.raises(NotImplementedError, match="pipeline stages"):
-        graph.m1.to(GraphModule).set_stage(0)
+@exactly(4)
+@pytest.mark.parametrize("modes,acc", [(["DP", "MP"], 1), (["MP", "PP"], 1), (["DP", "PP"], 1),
+                                       (["MP", "PP"], 8), (["DP", "PP"], 4)])
+def test_clip_grad_norm_2d(modes: list[str], acc: int) -> None:
+    _compare_clip_with_eager(parallel_mode=modes, acc=acc)
+
+
+@exactly(4)
+def test_clip_grad_norm_inf_2d() -> None:
+    for modes, acc, norm, max_norm in [(["DP", "MP"], 1, float("inf"), 1.1),
+                                       (["MP", "PP"], 1, -float("inf"), 1.2),
+                                       (["DP", "PP"], 1, float("inf"), 1.3),
+                                       (["MP", "PP"], 8, float("inf"), 2.1),
+                                       (["DP", "PP"], 4, -float("inf"), 2.2)]:
+        _compare_clip_with_eager(acc=acc, norm_type=norm, max_norm=max_norm,
+                                 parallel_mode=modes, atol=1e-6)
 
 
 # -- test_graph_lr_scheduler.py -----------------------------------------------------------------

@@ -47,3 +47,35 @@ def test_format_marks_the_goals() -> None:
     assert "| small | 10 | 1.000 | 0.900 | 0.90x | <=0.7x NOT met |" in text
     assert "| 1m | 10 | 1.000 | 0.900 | 0.90x | <=1x met |" in text
     assert "global: B parameters, S(0) batch" in text
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.timeout(60)
+def test_pipeline_steps_run() -> None:
+    from mpiflow.bench.pipeline import build_pipeline_steps
+
+    for step in build_pipeline_steps():
+        step()
+        step()
+
+
+def test_pipeline_row_reports_the_bubble() -> None:
+    from mpiflow.bench.pipeline import PipelineResult
+
+    slow = Timings(("eager", "graph"), ((1e-3, 1e-3), (9e-4, 9e-4)))
+    result = GraphResult(2, (GraphRow("small", 10, slow),), None,
+                         PipelineResult(0.015, 0.021, (0.010, 0.008)))
+    text = format_graph(result)
+    assert "step 15.000 ms" in text and "10.000 ms: 1.50x" in text and "(2.10x)" in text
+    assert "stages alone: 10.000 + 8.000 ms" in text
+    assert result.to_json()["pipeline"]["bubble"] == pytest.approx(1.5)
+
+
+def test_zero_row_reports_states_and_gradients_per_rank() -> None:
+    slow = Timings(("eager", "graph"), ((1e-3, 1e-3), (9e-4, 9e-4)))
+    mib = 2**20
+    text = format_graph(GraphResult(2, (GraphRow("small", 10, slow),),
+                                    (8 * mib, 4 * mib, 4 * mib, 4 * mib, 2 * mib)))
+    assert "optimizer states 8.00 MiB unsharded, 4.00 MiB stage 1 (0.50x), 4.00 MiB stage 2" \
+        in text
+    assert "gradients 4.00 MiB unsharded, 2.00 MiB stage 2 (0.50x)" in text

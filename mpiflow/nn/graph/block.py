@@ -4,7 +4,7 @@
 module (a child module comes back as a Block of its own), ``graph.layer.to(nn.Module)`` is the
 module itself and ``graph.layer.to(GraphModule)`` its graph settings: ``activation_checkpointing``
 (keep no activations of the block in the forward pass; recompute them in backward) and
-``set_stage`` (pipeline stages: not implemented, raises ``NotImplementedError``). A parameter or
+``set_stage`` (its pipeline stage and placement: :mod:`mpiflow.nn.graph.pipeline`). A parameter or
 buffer comes back as a Block too (``type`` ``"PARAMETER"``/``"BUFFER"``, the tensor as
 ``origin``), except inside ``build()``, where it is the tensor itself.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...layouts.placement import Placement
 from ...tensors import trace
 from ..modules.module import Module
 
@@ -33,23 +34,37 @@ class GraphModule:
     def __init__(self, name: str) -> None:
         self.name = name
         self.activation_checkpointing = False
-        self.stage_id: int | None = None
+        self.stage_id: int | None = None  # also set directly, OneFlow's older spelling
+        self.stage_placement: Any = None
 
-    def set_stage(self, stage_id: int, placement: Any = None) -> None:
-        """Put this block on pipeline stage ``stage_id`` (OneFlow's pipeline parallelism).
+    def set_stage(self, stage_id: int | None = None, placement: Any = None) -> None:
+        """Put this block on pipeline stage ``stage_id``, its tensors on ``placement``.
+
+        A graph with stages and gradient accumulation runs its micro-batches as a pipeline
+        (:mod:`mpiflow.nn.graph.pipeline`: GPipe); with ``placement``, the block's global
+        inputs on another placement are moved to it (``to_global(placement)``, their sbp
+        kept) before its forward, as OneFlow does.
+
+        Args:
+            stage_id: the stage, numbered from 0.
+            placement: the placement of the block's tensors (default: as they are).
 
         Raises:
-            NotImplementedError: always; mpiflow's graphs run every stage's ops on their own
-                placements eagerly-planned, without micro-batch pipelining (docs/graph.md).
+            ValueError: ``stage_id`` is not a non-negative int.
+            TypeError: ``placement`` is not a placement.
         """
-        raise NotImplementedError(
-            f"set_stage({stage_id}) on block {self.name!r}: pipeline stages are not implemented "
-            "in mpiflow's nn.Graph; place the layers with to_global(placement) instead (they "
-            "run one after the other, without pipelining micro-batches); see docs/graph.md")
+        if stage_id is not None and (isinstance(stage_id, bool) or not isinstance(stage_id, int)
+                                     or stage_id < 0):
+            raise ValueError(f"set_stage: stage_id must be an int >= 0, got {stage_id!r}")
+        if placement is not None and not isinstance(placement, Placement):
+            raise TypeError(f"set_stage: placement must be a flow.placement, got {placement!r}")
+        self.stage_id = stage_id
+        self.stage_placement = placement
 
     def __repr__(self) -> str:
+        stage = "" if self.stage_id is None else f", stage_id={self.stage_id}"
         return (f"GraphModule(name={self.name!r}, "
-                f"activation_checkpointing={self.activation_checkpointing})")
+                f"activation_checkpointing={self.activation_checkpointing}{stage})")
 
 
 class Block:

@@ -57,17 +57,25 @@ class GraphConfig:
         self.gradient_accumulation_steps = value
 
     def enable_zero(self, mode: bool = True, *, stage: int = 1, shard_min_size: int = 1024,
-                    shard_restore_level: int = 1) -> None:
+                    shard_restore_level: int = 1, min_shard_size: int | None = None) -> None:
         """Shard the optimizer's states (stage 1; 2: and the gradients) over the ranks of each
         data-parallel (``B``) parameter's placement.
 
         Raises:
             ValueError: ``stage`` is not 1, 2 or 3.
+            NotImplementedError: ``stage=3`` (parameters sharded: not implemented).
         """
         if stage not in (1, 2, 3):
             raise ValueError(f"ZeRO stage must be 1, 2 or 3, got {stage!r}")
+        if stage == 3 and mode:
+            raise NotImplementedError(
+                "ZeRO stage 3 (parameters sharded, gathered before each use) is not "
+                "implemented in mpiflow's nn.Graph; stage 2 shards the optimizer states and the "
+                "gradients (docs/graph.md)")
         self.zero_stage = stage if mode else 0
-        self.zero_shard_min_size = int(shard_min_size)
+        # OneFlow's older releases spell it min_shard_size.
+        self.zero_shard_min_size = int(shard_min_size if min_shard_size is None
+                                       else min_shard_size)
         del shard_restore_level  # OneFlow's memory/communication trade-off; one choice here
 
     def set_zero_redundancy_optimizer_mode(self, mode: str) -> None:

@@ -55,6 +55,7 @@ from ...tensors.tensor import Tensor
 from ..modules.module import Module
 from .block import Block, graph_module_of
 from .config import GraphConfig
+from .pipeline import is_pipelined, to_stage
 from .plan import flatten, unflatten
 from .trace import Traced, trace
 from .zero import Zero
@@ -147,25 +148,63 @@ class Graph:
         if type(self).build is Graph.build:
             raise NotImplementedError(f"{type(self).__name__} must define build()")
         object.__setattr__(self, "_calls", self._calls + 1)
-        steps = self.config.gradient_accumulation_steps
-        if steps == 1:
-            out = self._micro(args, kwargs, 1.0)
-        else:
-            outs = [self._micro(a, k, 1.0 / steps) for a, k in _micro_batches(args, kwargs,
-                                                                                  steps)]
-            out = _combine(outs)
-        self._update()
+        zeros = self._zeros() or []
+        for zero in zeros:
+            zero.redirect(True)
+        try:
+            steps = self.config.gradient_accumulation_steps
+            if steps == 1:
+                out = self._micro(args, kwargs, 1.0)
+            elif is_pipelined(self._members_list()):
+                out = _combine(self._pipelined(list(_micro_batches(args, kwargs, steps)),
+                                               1.0 / steps))
+            else:
+                out = _combine([self._micro(a, k, 1.0 / steps)
+                                for a, k in _micro_batches(args, kwargs, steps)])
+            self._update()
+        finally:
+            for zero in zeros:
+                zero.redirect(False)
         return out
 
-    def _micro(self, args: tuple[Any, ...], kwargs: dict[str, Any], scale: float) -> Any:
-        leaves: list[Any] = []
-        structure = flatten((args, kwargs), leaves)
+    def _members_list(self) -> list[Module]:
         members = self.__dict__.get("_members")
         if members is None:
             members = list(self.modules())
             object.__setattr__(self, "_members", members)
+        return members
+
+    def _key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Any], Any]:
+        leaves: list[Any] = []
+        structure = flatten((args, kwargs), leaves)
         key = (len(args), tuple(kwargs), tuple(map(_signature, leaves)),
-               tuple(m.training for m in members))
+               tuple(m.training for m in self._members_list()))
+        return key, leaves, structure
+
+    def _pipelined(self, batches: list[tuple[tuple[Any, ...], dict[str, Any]]],
+                   scale: float) -> list[Any]:
+        """The micro-batches of one call through a GPipe replay of the plan (the first
+        micro-batch of a new signature is traced, eagerly, on its own)."""
+        outs: list[Any] = []
+        keys = [self._key(a, k) for a, k in batches]
+        traced: Traced | None = self._traces.get(keys[0][0])
+        if traced is None:
+            outs.append(self._micro(*batches[0], scale))
+            batches, keys = batches[1:], keys[1:]
+            traced = self._traces.get(keys[0][0]) if keys else None
+        if traced is None or traced.plan is None or any(k != keys[0][0] for k, _, _ in keys):
+            return outs + [self._micro(a, k, scale) for a, k in batches]
+        previous = tensor_trace.state.loss_scale
+        tensor_trace.state.loss_scale = scale
+        try:
+            object.__setattr__(self, "_replays", self._replays + len(batches))
+            return outs + traced.plan.run_pipelined(
+                [[v for v in leaves if isinstance(v, Tensor)] for _, leaves, _ in keys])
+        finally:
+            tensor_trace.state.loss_scale = previous
+
+    def _micro(self, args: tuple[Any, ...], kwargs: dict[str, Any], scale: float) -> Any:
+        key, leaves, structure = self._key(args, kwargs)
         traced: Traced | None = self._traces.get(key)
         previous = tensor_trace.state.loss_scale
         tensor_trace.state.loss_scale = scale
@@ -176,7 +215,7 @@ class Graph:
 
             def run(*values: Any) -> Any:
                 a, k = unflatten(structure, values)
-                with _checkpointed(self.modules()):
+                with _forwards(self.modules()):
                     return self.build(*a, **k)
 
             if traced is not None:  # not replayable: run eagerly, still guarded
@@ -193,17 +232,35 @@ class Graph:
         finally:
             tensor_trace.state.loss_scale = previous
 
-    def _update(self) -> None:
-        zeros = self.__dict__.get("_zeros")
+    def _zeros(self) -> list[Zero] | None:
+        """The optimizers' ZeRO shards, made at the first call (before its trace: stage 2
+        sends the gradients to the shards)."""
+        zeros = self.__dict__.get("_zero_list")
         if zeros is None and self.config.zero_stage:
-            zeros = [Zero(optim, self.config.zero_shard_min_size)
+            zeros = [Zero(optim, self.config.zero_shard_min_size, self.config.zero_stage)
                      for optim, _ in self._optimizers]
-            object.__setattr__(self, "_zeros", zeros)
+            object.__setattr__(self, "_zero_list", zeros)
+        return zeros
+
+    @property
+    def grad_bytes(self) -> int:
+        """The bytes of gradient this rank held for the optimizers' parameters when the last
+        call's update began (ZeRO stage 2: the shards' rows)."""
+        return int(self.__dict__.get("_grad_bytes", 0))
+
+    def _update(self) -> None:
+        zeros = self._zeros()
+        held = 0
+        for i, (optim, _) in enumerate(self._optimizers):
+            if zeros is not None:
+                held += zeros[i].grad_bytes()
+            else:
+                held += sum(int(p.grad._data.nbytes) for g in optim.param_groups
+                            for p in g["params"] if p.grad is not None)
+        object.__setattr__(self, "_grad_bytes", held)
         for i, (optim, lr_sch) in enumerate(self._optimizers):
             if zeros is not None:
                 zeros[i].step()
-                for p, _ in zeros[i].pairs:
-                    p.grad = None
             else:
                 optim.clip_grad()
                 optim.step()
@@ -332,27 +389,36 @@ def _combine(outs: list[Any]) -> Any:
     return unflatten(structure, joined)
 
 
-class _checkpointed:
-    """Within the block, modules marked ``activation_checkpointing`` keep no activations."""
+class _forwards:
+    """Within the block, modules marked ``activation_checkpointing`` keep no activations and
+    staged modules with a placement move their inputs to it."""
 
     def __init__(self, modules: Iterator[Module]) -> None:
-        self.marked = [m for m in modules if (c := graph_module_of(m)) is not None
-                       and c.activation_checkpointing]
+        self.marked = []
+        for m in modules:
+            settings = graph_module_of(m)
+            if settings is not None and (settings.activation_checkpointing
+                                         or settings.stage_placement is not None):
+                self.marked.append((m, settings))
 
     def __enter__(self) -> None:
-        for m in self.marked:
-            object.__setattr__(m, "forward", _checkpoint(type(m).forward.__get__(m)))
+        for m, settings in self.marked:
+            forward = type(m).forward.__get__(m)
+            if settings.activation_checkpointing:
+                forward = _checkpoint(forward, m)
+            if settings.stage_placement is not None:
+                forward = to_stage(forward, settings.stage_placement)
+            object.__setattr__(m, "forward", forward)
 
     def __exit__(self, *exc: object) -> None:
-        for m in self.marked:
+        for m, _ in self.marked:
             m.__dict__.pop("forward", None)
 
 
-def _checkpoint(forward: Any) -> Any:
+def _checkpoint(forward: Any, module: Module) -> Any:
     """``forward`` without its activations: run under no_grad; in backward, run it again with
     autograd on and backpropagate through that (same kernels, same bits). The module's
     parameters get their gradients from that inner backward."""
-    module = forward.__self__
 
     def run(*args: Any) -> Any:
         tensors = [a for a in args if isinstance(a, Tensor)]

@@ -65,6 +65,7 @@ class Plan:
         self.steps = list(recorder.steps)
         self.meta = list(recorder.meta)
         self.n_inputs = recorder.n_inputs
+        self.backward_at = recorder.backward_at
         self.structure = outputs
         self.outputs: list[tuple[int, Any, Any]] = []  # (kind, where, meta) per leaf
         for leaf in leaves:
@@ -100,26 +101,64 @@ class Plan:
         Returns:
             The outputs, as the traced call returned them (tensors detached from autograd).
         """
+        vals = self._start(inputs)
+        with no_grad():
+            self._steps(vals, 0, len(self.steps))
+        return self._finish(vals)
+
+    def run_pipelined(self, batches: Sequence[Sequence[Tensor]]) -> list[Any]:
+        """Replay once per micro-batch, as a GPipe schedule: the forward steps (those before
+        the traced call's first ``backward()``) of every micro-batch, then the remaining steps
+        of every micro-batch, in micro-batch order.
+
+        Every rank runs the same sequence, so the collectives match; a rank whose stage is
+        done with micro-batch ``i`` goes on to ``i + 1`` while the next stage works on ``i``,
+        which is the pipelining. Each micro-batch runs the same steps on the same operands
+        as :meth:`run` and the gradients accumulate in micro-batch order, so the results are
+        the bits of running them one after the other (the forward never reads a gradient).
+
+        Args:
+            batches: one list of input tensors per micro-batch.
+
+        Returns:
+            One output structure per micro-batch.
+        """
+        split = len(self.steps) if self.backward_at is None else self.backward_at
+        states = [self._start(inputs) for inputs in batches]
+        with no_grad():
+            for vals in states:
+                self._steps(vals, 0, split)
+            for vals in states:
+                self._steps(vals, split, len(self.steps))
+        return [self._finish(vals) for vals in states]
+
+    def _start(self, inputs: Sequence[Tensor]) -> list[Any]:
         vals: list[Any] = [None] * len(self.meta)
         for i, t in enumerate(inputs):
             vals[i] = t._data
+        return vals
+
+    def _steps(self, vals: list[Any], begin: int, end: int) -> None:
         meta = self.meta
         release = self.release
-        with no_grad():
-            for index, (run, args, out, opaque) in enumerate(self.steps):
-                if opaque:
-                    result = run(*[_wrapped(kind, where, vals, meta) for kind, where in args])
-                    if out.__class__ is tuple:
-                        for slot, r in zip(out, result):
-                            if slot >= 0:
-                                vals[slot] = r._data
-                    elif out >= 0:
-                        vals[out] = result._data
-                else:
-                    vals[out] = run(*[vals[where] if kind == SLOT else _value(kind, where)
-                                      for kind, where in args])
-                for slot in release[index]:
-                    vals[slot] = None
+        steps = self.steps
+        for index in range(begin, end):
+            run, args, out, opaque = steps[index]
+            if opaque:
+                result = run(*[_wrapped(kind, where, vals, meta) for kind, where in args])
+                if out.__class__ is tuple:
+                    for slot, r in zip(out, result):
+                        if slot >= 0:
+                            vals[slot] = r._data
+                elif out >= 0:
+                    vals[out] = result._data
+            else:
+                vals[out] = run(*[vals[where] if kind == SLOT else _value(kind, where)
+                                  for kind, where in args])
+            for slot in release[index]:
+                vals[slot] = None
+
+    def _finish(self, vals: list[Any]) -> Any:
         leaves = []
         for kind, where, m in self.outputs:
             if m is None:

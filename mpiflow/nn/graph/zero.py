@@ -9,8 +9,19 @@ the update the rows are gathered back into the parameter (one all-gather per par
 updates are elementwise, so the parameters get the same bits as without ZeRO. Gradient
 clipping runs on the whole gradients before they are sharded, as without ZeRO.
 
-Stages 2 and 3 (gradients, parameters sharded) are accepted and run as stage 1 here: the
-gradients are all-reduced whole, as the ``B`` parameters' layouts ask.
+Stage 2 also shards the gradients: during the graph's calls the parameter's gradients are
+accumulated into its shard (:func:`~mpiflow.autograd.graph.redirect_grad`), so the
+data-parallel gradient, a partial sum ``P``, is reduce-scattered into ``S(0)`` rows instead
+of all-reduced whole, and each rank holds its rows of the gradient only. A reduce-scatter
+adds the ranks' values as the all-reduce does where the reduction order is the same: at 2
+ranks, and at any rank count under ``flow.use_deterministic_algorithms(True)`` (exact sums);
+otherwise MPI's algorithms may add in another order and the parameters agree with stage 1 to
+rounding. Clipping (parameter groups with ``clip_grad_max_norm``) then takes the norm over the
+shards: the same norm, its partial sums added in another order, so clipped updates agree to
+rounding.
+
+Stage 3 (parameters sharded too) is not implemented: ``enable_zero(stage=3)`` raises
+``NotImplementedError``.
 
 Examples:
     >>> p = nn.Parameter(flow.ones(4))
@@ -25,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...autograd import no_grad
+from ...autograd.graph import redirect_grad
 from ...layouts.sbp import Broadcast, Split
 from ...tensors.tensor import Tensor
 from ..utils import clip_grad_norm_
@@ -46,16 +58,13 @@ class Zero:
         min_size: parameters with fewer elements stay whole.
     """
 
-    def __init__(self, optim: Any, min_size: int = 1024) -> None:
+    def __init__(self, optim: Any, min_size: int = 1024, stage: int = 1) -> None:
         self.optim = optim
+        self.stage = stage
         self.pairs: list[tuple[Tensor, Tensor]] = []  # (parameter, its shard)
         self.clip: list[tuple[list[Tensor], float, float]] = []
         for group in optim.param_groups:
             whole = list(group["params"])
-            if group.get("clip_grad_max_norm") is not None:
-                self.clip.append((whole, group["clip_grad_max_norm"],
-                                  group.get("clip_grad_norm_type", 2.0)))
-                group["clip_grad_max_norm"] = None  # clipped here, on the whole gradients
             params = []
             for p in whole:
                 if _shardable(p, min_size) and not any(k is p for k in optim.state):
@@ -64,6 +73,11 @@ class Zero:
                     params.append(shard)
                 else:
                     params.append(p)
+            if group.get("clip_grad_max_norm") is not None:
+                # Stage 1 clips the whole gradients, stage 2 the shards it holds.
+                self.clip.append((whole if stage < 2 else params, group["clip_grad_max_norm"],
+                                  group.get("clip_grad_norm_type", 2.0)))
+                group["clip_grad_max_norm"] = None  # clipped here
             group["params"] = params
 
     @property
@@ -71,21 +85,41 @@ class Zero:
         """How many parameters are updated through shards."""
         return len(self.pairs)
 
+    def grad_bytes(self) -> int:
+        """The bytes of gradient this rank holds now for the optimizer's parameters (their
+        shards' rows with stage 2)."""
+        seen = {id(p) for p, _ in self.pairs}
+        tensors = [t for group in self.optim.param_groups for t in group["params"]]
+        tensors += [p for p, _ in self.pairs]
+        return sum(int(t.grad._data.nbytes) for t in tensors
+                   if t.grad is not None and (id(t) not in seen or self.stage < 2))
+
     def step(self) -> None:
-        """Clip, hand each shard its rows of the gradient, step, gather the rows back."""
+        """Clip, hand each shard its rows of the gradient (stage 1), step, gather the rows
+        back into the parameters."""
         for params, max_norm, norm_type in self.clip:
             clip_grad_norm_(params, max_norm, norm_type)
         with no_grad():
-            for p, shard in self.pairs:
-                g = p.grad
-                shard.grad = None if g is None else _shard_of(g)
+            if self.stage < 2:
+                for p, shard in self.pairs:
+                    g = p.grad
+                    shard.grad = None if g is None else _shard_of(g)
             self.optim.step()
             for p, shard in self.pairs:
-                if p.grad is not None:
+                if shard.grad is not None:
                     whole = shard.to_global(p.placement, p.sbp)
                     p._data[...] = whole._data
                     p._version += 1
                 shard.grad = None
+                p.grad = None
+
+    def redirect(self, on: bool) -> None:
+        """Stage 2: send (``on``) or stop sending the parameters' gradients to their shards.
+        The graph turns it on for its calls only, so the modules used eagerly between calls
+        get their own gradients."""
+        if self.stage >= 2:
+            for p, shard in self.pairs:
+                redirect_grad(p, shard if on else None)
 
 
 def _shard_of(t: Tensor) -> Tensor:
