@@ -41,7 +41,6 @@ operations and runs them.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -86,7 +85,7 @@ __all__ = ["ALL_REDUCE_GOALS", "DDP_GOAL", "DDP_SIDES", "GOAL_RANKS", "SIDES", "
            "torch_settings"]
 
 SIDES = ("backend", "raw", "gloo")
-DDP_SIDES = ("backend", "gloo", "local", "bound")
+DDP_SIDES = ("backend", "gloo", "local", "bound", "reducer", "bucket_view")
 ITEMSIZE = 4  # float32
 
 
@@ -372,18 +371,30 @@ def init_groups(dist: Any) -> tuple[Any, bool]:
     return dist.new_group(backend="gloo"), made
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of ``n`` sides in which each side runs first, last and right after every other
+    side equally often (a balanced Latin square: ``n`` orders, ``2n`` for odd ``n``).
+
+    >>> balanced_orders(3)
+    [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0], [0, 2, 1], [1, 0, 2]]
+    """
+    first = [0] + [(k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)]
+    orders = [[(i + j) % n for j in first] for i in range(n)]
+    return orders + [o[::-1] for o in orders] if n % 2 else orders
+
+
 def _interleaved(groups: Sequence[dict[str, Callable[[], Any]]], sides: Sequence[str],
                  iters: Sequence[int], warmup: Sequence[int], rounds: int,
                  timer: Any) -> numpy.ndarray:
     """:func:`.runner.measure_interleaved` of the ``sides`` of each group, round ``r`` in the
-    ``r``-th of their orders (cycling through all of them), so that every side follows every
-    other equally often. Returns seconds per call shaped ``(groups, rounds, sides)``."""
+    ``r``-th of :func:`balanced_orders` (cycling), so that every side follows every other
+    equally often. Returns seconds per call shaped ``(groups, rounds, sides)``."""
     from .runner import measure_interleaved
 
-    orders = list(itertools.permutations(range(len(sides))))
+    orders = balanced_orders(len(sides))
     times = numpy.zeros((len(groups), rounds, len(sides)))
     for r in range(rounds):
-        order = list(orders[r % len(orders)])
+        order = orders[r % len(orders)]
         batch = measure_interleaved([[g[sides[k]] for k in order] for g in groups], iters,
                                     warmup if r == 0 else [0] * len(groups), 1, timer)
         times[:, r, order] = batch[:, 0, :]
@@ -430,13 +441,16 @@ def _op_result(op: TorchOp, env: Env, settings: Settings, raw: numpy.ndarray | N
 
 def build_ddp_steps(env: Env, features: int, width: int, batch: int
                     ) -> tuple[dict[str, Callable[[], Any]], int]:
-    """Four copies of the MLP (same weights, same data) and one training step of each.
+    """Copies of the MLP (same weights, same data) and one training step of each.
 
     ``backend``: ``DistributedDataParallel(model)`` on the default group; ``gloo``:
     ``DistributedDataParallel(model, process_group=gloo)``; ``local``: the model alone;
     ``bound``: the model alone, then raw mpi4py all-reduces (``Allreduce`` in place, one per
-    gradient, averaged) of the same gradients, DDP's bound. Collective (wrapping broadcasts
-    the parameters).
+    gradient, averaged) of the same gradients, DDP's bound; ``reducer``: ``backend`` with a
+    comm hook that communicates nothing, so ``reducer - local`` is what DDP itself costs
+    (bucket copies, hooks, its forward's bookkeeping) whatever the backend; ``bucket_view``:
+    ``DistributedDataParallel(model, gradient_as_bucket_view=True)`` on the default group.
+    Collective (wrapping broadcasts the parameters).
 
     Returns:
         The steps by side (:data:`DDP_SIDES`) and the parameter count.
@@ -449,12 +463,22 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
         return torch.nn.Sequential(torch.nn.Linear(features, width), torch.nn.ReLU(),
                                    torch.nn.Linear(width, features))
 
+    def no_comm(state: Any, bucket: Any) -> Any:
+        done = torch.futures.Future()
+        done.set_result(bucket.buffer())
+        return done
+
+    # DDP checks a hook's annotations against its own classes (this module's are strings)
+    no_comm.__annotations__ = {"bucket": env.dist.GradBucket}
+
     generator = torch.Generator().manual_seed(1000 + env.rank)
     x = torch.randn(batch, features, generator=generator)
     y = torch.randn(batch, features, generator=generator)
     models = {"backend": DistributedDataParallel(model()),
               "gloo": DistributedDataParallel(model(), process_group=env.gloo),
-              "local": model(), "bound": model()}
+              "local": model(), "bound": model(), "reducer": DistributedDataParallel(model()),
+              "bucket_view": DistributedDataParallel(model(), gradient_as_bucket_view=True)}
+    models["reducer"].register_comm_hook(None, no_comm)
     mse = torch.nn.functional.mse_loss
     raw = MPI.COMM_WORLD
     scale = 1.0 / raw.Get_size()
