@@ -66,7 +66,8 @@ _DDP_NAMES = {"backend": 'DistributedDataParallel(model) on the default group ("
               "local": "the model alone, no communication",
               "bound": "the model alone + raw Allreduce of each gradient (DDP's bound)",
               "reducer": "backend with a comm hook that communicates nothing (DDP's own cost)",
-              "bucket_view": "backend with gradient_as_bucket_view=True"}
+              "bucket_view": "backend with gradient_as_bucket_view=True",
+              "overlap": "backend on a group in overlap mode (MPIFLOW_TORCH_OVERLAP=1)"}
 
 
 def _ddp_table(r: DDPStepResult, markdown: bool) -> list[str]:

@@ -21,7 +21,10 @@ ratio to raw mpi4py rose by 5-15% at 1-4 MiB: an effect of gloo's activity on th
 a job on one backend does not see.) Then one training step of an MLP (``Linear(512, 1024)``,
 ReLU, ``Linear(1024, 512)``: about 1M parameters; batch 32 per rank, MSE loss, SGD) in
 ``DistributedDataParallel`` on the backend and on gloo, same weights and data, beside the same
-step without communication, the three sides in their six orders round by round.
+step without communication, its bound (that step plus raw all-reduces of its gradients), DDP
+with a comm hook that communicates nothing (what DDP itself costs), DDP with
+``gradient_as_bucket_view=True`` and DDP on a group in overlap mode: the sides in balanced
+orders (:func:`balanced_orders`) round by round.
 
 The default group is made with an explicit TCP store (``tcp://``, a port rank 0 picks and
 broadcasts over MPI), since gloo needs a store every rank reaches; a default group that already
@@ -80,12 +83,12 @@ from .torch_results import (
 
 __all__ = ["ALL_REDUCE_GOALS", "DDP_GOAL", "DDP_SIDES", "GOAL_RANKS", "SIDES", "TORCH_OPS",
            "DDPStepResult", "Env", "GoalCheck", "Prepared", "TorchOp", "TorchOpResult",
-           "TorchResult", "TorchRow", "TorchSettings", "build_ddp_steps", "build_op",
-           "goal_checks", "init_groups", "run_torch", "torch_problem",
-           "torch_settings"]
+           "TorchResult", "TorchRow", "TorchSettings", "balanced_orders", "build_ddp_steps",
+           "build_op", "goal_checks", "init_groups", "overlap_group", "run_torch",
+           "torch_problem", "torch_settings"]
 
 SIDES = ("backend", "raw", "gloo")
-DDP_SIDES = ("backend", "gloo", "local", "bound", "reducer", "bucket_view")
+DDP_SIDES = ("backend", "gloo", "local", "bound", "reducer", "bucket_view", "overlap")
 ITEMSIZE = 4  # float32
 
 
@@ -169,7 +172,8 @@ def torch_settings(settings: Settings, ops: Sequence[str] | None = None,
 
 @dataclass(frozen=True)
 class Env:
-    """Where the sides run: torch, the raw communicator, the gloo group, this rank."""
+    """Where the sides run: torch, the raw communicator, the gloo group, this rank, and an
+    "mpiflow" group in overlap mode (:func:`overlap_group`; None: the DDP step makes one)."""
 
     torch: Any
     dist: Any
@@ -177,6 +181,7 @@ class Env:
     gloo: Any
     rank: int
     nranks: int
+    overlap: Any = None
 
 
 class Prepared(NamedTuple):
@@ -383,6 +388,22 @@ def balanced_orders(n: int) -> list[list[int]]:
     return orders + [o[::-1] for o in orders] if n % 2 else orders
 
 
+def overlap_group(dist: Any) -> Any:
+    """A new group of every rank on the "mpiflow" backend in overlap mode, as
+    ``MPIFLOW_TORCH_OVERLAP=1`` makes them: its asynchronous collectives (DDP's bucket
+    all-reduces) start non-blocking MPI operations that the progress thread completes
+    (collective)."""
+    old = os.environ.get("MPIFLOW_TORCH_OVERLAP")
+    os.environ["MPIFLOW_TORCH_OVERLAP"] = "1"  # read when the group is made
+    try:
+        return dist.new_group(backend="mpiflow")
+    finally:
+        if old is None:
+            del os.environ["MPIFLOW_TORCH_OVERLAP"]
+        else:
+            os.environ["MPIFLOW_TORCH_OVERLAP"] = old
+
+
 def _interleaved(groups: Sequence[dict[str, Callable[[], Any]]], sides: Sequence[str],
                  iters: Sequence[int], warmup: Sequence[int], rounds: int,
                  timer: Any) -> numpy.ndarray:
@@ -449,8 +470,9 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
     gradient, averaged) of the same gradients, DDP's bound; ``reducer``: ``backend`` with a
     comm hook that communicates nothing, so ``reducer - local`` is what DDP itself costs
     (bucket copies, hooks, its forward's bookkeeping) whatever the backend; ``bucket_view``:
-    ``DistributedDataParallel(model, gradient_as_bucket_view=True)`` on the default group.
-    Collective (wrapping broadcasts the parameters).
+    ``DistributedDataParallel(model, gradient_as_bucket_view=True)`` on the default group;
+    ``overlap``: ``DistributedDataParallel(model)`` on :func:`overlap_group`. Collective
+    (wrapping broadcasts the parameters).
 
     Returns:
         The steps by side (:data:`DDP_SIDES`) and the parameter count.
@@ -477,7 +499,9 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
     models = {"backend": DistributedDataParallel(model()),
               "gloo": DistributedDataParallel(model(), process_group=env.gloo),
               "local": model(), "bound": model(), "reducer": DistributedDataParallel(model()),
-              "bucket_view": DistributedDataParallel(model(), gradient_as_bucket_view=True)}
+              "bucket_view": DistributedDataParallel(model(), gradient_as_bucket_view=True),
+              "overlap": DistributedDataParallel(model(), process_group=(
+                  env.overlap if env.overlap is not None else overlap_group(env.dist)))}
     models["reducer"].register_comm_hook(None, no_comm)
     mse = torch.nn.functional.mse_loss
     raw = MPI.COMM_WORLD
@@ -531,9 +555,10 @@ def run_torch(settings: Settings) -> TorchResult:
     with contextlib.suppress(RuntimeError):  # settable only before torch's first parallel work
         torch.set_num_interop_threads(opts.torch_threads)
     gloo, made = init_groups(dist)
+    overlap = overlap_group(dist) if "ddp" in opts.torch_ops else None
     raw, timer = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     try:
-        env = Env(torch, dist, raw, gloo, world_comm.rank, world_comm.size)
+        env = Env(torch, dist, raw, gloo, world_comm.rank, world_comm.size, overlap)
         ops = [OPS[name] for name in opts.torch_ops if name in OPS]
         runs = [op for op in ops if env.nranks >= op.min_ranks]
         # First every operation beside raw mpi4py, then beside gloo: see the module's notes.
@@ -546,6 +571,8 @@ def run_torch(settings: Settings) -> TorchResult:
         raw.Free()
         timer.Free()
         dist.destroy_process_group(gloo)
+        if overlap is not None:
+            dist.destroy_process_group(overlap)
         if made:
             dist.destroy_process_group()
     return TorchResult(str(torch.__version__), torch.get_num_threads(), world_comm.size,

@@ -101,7 +101,7 @@ def _result(nranks: int = 2, ddp_bound_ms: float = 2.8) -> TorchResult:
     ddp = DDPStepResult(4, 8, 2, 76, nranks, 5,
                         Timings(DDP_SIDES, ((3e-3, 4e-3), (9e-3, 1e-2), (1e-3, 1e-3),
                                             (ddp_bound_ms * 1e-3, 3.8e-3), (1.5e-3, 1.6e-3),
-                                            (2.9e-3, 3.9e-3))))
+                                            (2.9e-3, 3.9e-3), (3.1e-3, 4.1e-3))))
     return TorchResult("2.x", 1, nranks, 2, "min", (reduce, send), ddp)
 
 
