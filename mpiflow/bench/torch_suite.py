@@ -461,7 +461,7 @@ def _op_result(op: TorchOp, env: Env, settings: Settings, raw: numpy.ndarray | N
 
 
 def build_ddp_steps(env: Env, features: int, width: int, batch: int
-                    ) -> tuple[dict[str, Callable[[], Any]], int]:
+                    ) -> tuple[dict[str, Callable[[], Any]], int, dict[str, Any]]:
     """Copies of the MLP (same weights, same data) and one training step of each.
 
     ``backend``: ``DistributedDataParallel(model)`` on the default group; ``gloo``:
@@ -475,7 +475,7 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
     (wrapping broadcasts the parameters).
 
     Returns:
-        The steps by side (:data:`DDP_SIDES`) and the parameter count.
+        The steps by side (:data:`DDP_SIDES`), the parameter count, and the models by side.
     """
     torch = env.torch
     from torch.nn.parallel import DistributedDataParallel
@@ -523,11 +523,12 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
         return step
 
     params = sum(p.numel() for p in models["local"].parameters())
-    return {side: stepper(models[side], side == "bound") for side in DDP_SIDES}, params
+    return ({side: stepper(models[side], side == "bound") for side in DDP_SIDES}, params,
+            models)
 
 
 def _measure_ddp(env: Env, settings: TorchSettings, timer: Any) -> DDPStepResult:
-    steps, params = build_ddp_steps(env, settings.torch_ddp_features, settings.torch_ddp_width,
+    steps, params, _ = build_ddp_steps(env, settings.torch_ddp_features, settings.torch_ddp_width,
                                     settings.torch_ddp_batch)
     nbytes = params * ITEMSIZE
     iters = settings.timed_iterations(nbytes)

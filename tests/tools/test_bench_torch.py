@@ -272,10 +272,18 @@ for name in TORCH_OPS:
     if name == "all_reduce":
         assert torch.equal(got["raw"], sum(torch.arange(16.0) % 5 + 1 + 10 * r
                                            for r in range(comm.size)))
-steps, params = build_ddp_steps(env, 4, 8, 2)
+steps, params, models = build_ddp_steps(env, 4, 8, 2)
 assert params == 76 and set(steps) == set(DDP_SIDES)
 for side in DDP_SIDES:
     steps[side]()
+after = {side: torch.cat([p.detach().reshape(-1) for p in models[side].parameters()])
+         for side in DDP_SIDES}
+# One SGD step on every rank's own data: the sides that average the gradients over the ranks
+# agree with the bound (raw all-reduces); the one whose hook communicates nothing with local.
+for side in ("backend", "gloo", "bucket_view", "overlap"):
+    assert torch.allclose(after[side], after["bound"], rtol=0, atol=1e-7), side
+assert torch.equal(after["reducer"], after["local"])
+assert comm.size == 1 or not torch.allclose(after["local"], after["bound"], rtol=0, atol=1e-7)
 comm.Free()
 dist.destroy_process_group(gloo)
 assert made
