@@ -64,7 +64,10 @@ def _op_table(op: TorchOpResult, markdown: bool) -> list[str]:
 _DDP_NAMES = {"backend": 'DistributedDataParallel(model) on the default group ("mpiflow")',
               "gloo": "DistributedDataParallel(model, process_group=gloo)",
               "local": "the model alone, no communication",
-              "bound": "the model alone + raw Allreduce of each gradient (DDP's bound)"}
+              "bound": "the model alone + raw Allreduce of each gradient (DDP's bound)",
+              "reducer": "backend with a comm hook that communicates nothing (DDP's own cost)",
+              "bucket_view": "backend with gradient_as_bucket_view=True",
+              "overlap": "backend on a group in overlap mode (MPIFLOW_TORCH_OVERLAP=1)"}
 
 
 def _ddp_table(r: DDPStepResult, markdown: bool) -> list[str]:
@@ -75,10 +78,23 @@ def _ddp_table(r: DDPStepResult, markdown: bool) -> list[str]:
         f"({r.params:,} parameters, {approx_bytes(r.params * ITEMSIZE)}), batch {r.batch} "
         f"per rank, {r.nranks} rank(s), same weights and data on every side; {r.iters} steps "
         f"per batch"], markdown)
-    cells = [[s, _DDP_NAMES[s], f"{t.time(s) * 1e3:.3f}", f"{t.ratio(s, 'local'):.3f}"]
-             for s in t.sides]
-    return [*head, *format_grid(["side", "what", "ms per step", "vs local"], cells,
-                                [False, False, True, True], markdown)]
+    cells = [[s, _DDP_NAMES[s], f"{t.time(s) * 1e3:.3f}", f"{t.ratio(s, 'local'):.3f}",
+              f"{t.ratio(s, 'bound'):.3f}"] for s in t.sides]
+    return [*head, *format_grid(["side", "what", "ms per step", "vs local", "vs bound"], cells,
+                                [False, False, True, True, True], markdown)]
+
+
+def _ddp_summary(d: DDPStepResult) -> str:
+    t = d.timings
+    text = (f"summary torch ddp: {t.time('backend') * 1e3:.3f} ms per step through the backend, "
+            f"{t.time('gloo') * 1e3:.3f} ms through gloo (local {t.time('local') * 1e3:.3f} ms, "
+            f"bound {t.time('bound') * 1e3:.3f} ms: local + raw all-reduces); gloo/backend = "
+            f"{d.speedup:.3f}, backend/bound = {d.over_bound:.3f} (paired)")
+    cost, floor = d.reducer_cost, d.over_floor
+    if cost is not None and floor is not None:
+        text += (f"; DDP's own cost (reducer - local) {cost * 1e3:.3f} ms, backend/(bound + "
+                 f"DDP's own cost) = {floor:.3f}")
+    return text
 
 
 def _worst(rows: Sequence[TorchRow]) -> str:
@@ -112,7 +128,7 @@ def format_torch(result: TorchResult, markdown: bool = False) -> str:
         f"time: per batch the max over ranks of the per-rank average; the {result.stat} of "
         f"{result.rounds} rounds of two sides back to back, their order alternating: first "
         "backend and raw for every operation (backend us: from these), then backend and gloo "
-        "(the DDP step: its 3 sides in their 6 orders); backend/raw and gloo/backend: paired, "
+        "(the DDP step: its sides in balanced orders); backend/raw and gloo/backend: paired, "
         "the median over the rounds of each round's ratio; gloo/backend > 1: the backend is "
         "faster than gloo",
     )], markdown)
@@ -136,13 +152,7 @@ def format_torch(result: TorchResult, markdown: bool = False) -> str:
             f"{_worst([r for r in op.rows if r.size >= LARGE_BYTES])}; gloo/backend "
             f"{min(gloo):.2f}..{max(gloo):.2f}")
     if result.ddp is not None:
-        d = result.ddp
-        lines.append(f"{item}summary torch ddp: {d.timings.time('backend') * 1e3:.3f} ms per step "
-                     f"through the backend, {d.timings.time('gloo') * 1e3:.3f} ms through gloo "
-                     f"(local {d.timings.time('local') * 1e3:.3f} ms, bound "
-                     f"{d.timings.time('bound') * 1e3:.3f} ms: local + raw all-reduces); "
-                     f"gloo/backend = {d.speedup:.3f}, backend/bound = {d.over_bound:.3f} "
-                     "(paired)")
+        lines.append(item + _ddp_summary(result.ddp))
     goals = "; ".join(f"{c.goal}: {_verdict(c, result.nranks)}" for c in goal_checks(result))
     lines.append(f"{item}goals (at {GOAL_RANKS} ranks): {goals}")
     return "\n".join(lines)

@@ -14,10 +14,11 @@ Example:
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .metrics import LARGE_BYTES, Goal, Timings, bandwidth
+from .metrics import LARGE_BYTES, Goal, Timings, bandwidth, paired_ratio
 from .plan import format_bytes
 
 __all__ = ["ALL_REDUCE_GOALS", "DDP_GOAL", "GOAL_RANKS", "DDPStepResult", "GoalCheck",
@@ -142,11 +143,33 @@ class DDPStepResult:
         """The backend's step time over the bound's, paired by round (1: at the bound)."""
         return self.timings.ratio("backend", "bound")
 
+    @property
+    def reducer_cost(self) -> float | None:
+        """Seconds per step DDP adds without communicating (``reducer - local``, paired by
+        round, median), or None when the ``reducer`` side was not timed."""
+        if "reducer" not in self.timings.sides:
+            return None
+        return float(statistics.median(
+            r - loc for r, loc in zip(self.timings.of("reducer"), self.timings.of("local"))))
+
+    @property
+    def over_floor(self) -> float | None:
+        """The backend's step over DDP's floor, paired by round: the bound plus what DDP costs
+        without communicating (``bound + reducer - local``); None without ``reducer``."""
+        if "reducer" not in self.timings.sides:
+            return None
+        t = self.timings
+        return paired_ratio(t.of("backend"), [b + r - loc for b, r, loc in zip(
+            t.of("bound"), t.of("reducer"), t.of("local"))])
+
     def to_json(self) -> dict[str, Any]:
         """The result as JSON-ready data (times in microseconds)."""
+        cost = self.reducer_cost
         return {"features": self.features, "width": self.width, "batch": self.batch,
                 "params": self.params, "ranks": self.nranks, "iters": self.iters,
                 "gloo_vs_backend": self.speedup, "backend_vs_bound": self.over_bound,
+                "reducer_cost_us": None if cost is None else cost * 1e6,
+                "backend_vs_floor": self.over_floor,
                 "vs_local": {s: self.timings.ratio(s, "local") for s in self.timings.sides},
                 "sides": self.timings.to_json()}
 

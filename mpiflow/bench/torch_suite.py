@@ -21,7 +21,10 @@ ratio to raw mpi4py rose by 5-15% at 1-4 MiB: an effect of gloo's activity on th
 a job on one backend does not see.) Then one training step of an MLP (``Linear(512, 1024)``,
 ReLU, ``Linear(1024, 512)``: about 1M parameters; batch 32 per rank, MSE loss, SGD) in
 ``DistributedDataParallel`` on the backend and on gloo, same weights and data, beside the same
-step without communication, the three sides in their six orders round by round.
+step without communication, its bound (that step plus raw all-reduces of its gradients), DDP
+with a comm hook that communicates nothing (what DDP itself costs), DDP with
+``gradient_as_bucket_view=True`` and DDP on a group in overlap mode: the sides in balanced
+orders (:func:`balanced_orders`) round by round.
 
 The default group is made with an explicit TCP store (``tcp://``, a port rank 0 picks and
 broadcasts over MPI), since gloo needs a store every rank reaches; a default group that already
@@ -41,7 +44,6 @@ operations and runs them.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -81,12 +83,12 @@ from .torch_results import (
 
 __all__ = ["ALL_REDUCE_GOALS", "DDP_GOAL", "DDP_SIDES", "GOAL_RANKS", "SIDES", "TORCH_OPS",
            "DDPStepResult", "Env", "GoalCheck", "Prepared", "TorchOp", "TorchOpResult",
-           "TorchResult", "TorchRow", "TorchSettings", "build_ddp_steps", "build_op",
-           "goal_checks", "init_groups", "run_torch", "torch_problem",
-           "torch_settings"]
+           "TorchResult", "TorchRow", "TorchSettings", "balanced_orders", "build_ddp_steps",
+           "build_op", "goal_checks", "init_groups", "overlap_group", "run_torch",
+           "torch_problem", "torch_settings"]
 
 SIDES = ("backend", "raw", "gloo")
-DDP_SIDES = ("backend", "gloo", "local", "bound")
+DDP_SIDES = ("backend", "gloo", "local", "bound", "reducer", "bucket_view", "overlap")
 ITEMSIZE = 4  # float32
 
 
@@ -170,7 +172,8 @@ def torch_settings(settings: Settings, ops: Sequence[str] | None = None,
 
 @dataclass(frozen=True)
 class Env:
-    """Where the sides run: torch, the raw communicator, the gloo group, this rank."""
+    """Where the sides run: torch, the raw communicator, the gloo group, this rank, and an
+    "mpiflow" group in overlap mode (:func:`overlap_group`; None: the DDP step makes one)."""
 
     torch: Any
     dist: Any
@@ -178,6 +181,7 @@ class Env:
     gloo: Any
     rank: int
     nranks: int
+    overlap: Any = None
 
 
 class Prepared(NamedTuple):
@@ -372,18 +376,46 @@ def init_groups(dist: Any) -> tuple[Any, bool]:
     return dist.new_group(backend="gloo"), made
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of ``n`` sides in which each side runs first, last and right after every other
+    side equally often (a balanced Latin square: ``n`` orders, ``2n`` for odd ``n``).
+
+    >>> balanced_orders(3)
+    [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0], [0, 2, 1], [1, 0, 2]]
+    """
+    first = [0] + [(k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)]
+    orders = [[(i + j) % n for j in first] for i in range(n)]
+    return orders + [o[::-1] for o in orders] if n % 2 else orders
+
+
+def overlap_group(dist: Any) -> Any:
+    """A new group of every rank on the "mpiflow" backend in overlap mode, as
+    ``MPIFLOW_TORCH_OVERLAP=1`` makes them: its asynchronous collectives (DDP's bucket
+    all-reduces) start non-blocking MPI operations that the progress thread completes
+    (collective)."""
+    old = os.environ.get("MPIFLOW_TORCH_OVERLAP")
+    os.environ["MPIFLOW_TORCH_OVERLAP"] = "1"  # read when the group is made
+    try:
+        return dist.new_group(backend="mpiflow")
+    finally:
+        if old is None:
+            del os.environ["MPIFLOW_TORCH_OVERLAP"]
+        else:
+            os.environ["MPIFLOW_TORCH_OVERLAP"] = old
+
+
 def _interleaved(groups: Sequence[dict[str, Callable[[], Any]]], sides: Sequence[str],
                  iters: Sequence[int], warmup: Sequence[int], rounds: int,
                  timer: Any) -> numpy.ndarray:
     """:func:`.runner.measure_interleaved` of the ``sides`` of each group, round ``r`` in the
-    ``r``-th of their orders (cycling through all of them), so that every side follows every
-    other equally often. Returns seconds per call shaped ``(groups, rounds, sides)``."""
+    ``r``-th of :func:`balanced_orders` (cycling), so that every side follows every other
+    equally often. Returns seconds per call shaped ``(groups, rounds, sides)``."""
     from .runner import measure_interleaved
 
-    orders = list(itertools.permutations(range(len(sides))))
+    orders = balanced_orders(len(sides))
     times = numpy.zeros((len(groups), rounds, len(sides)))
     for r in range(rounds):
-        order = list(orders[r % len(orders)])
+        order = orders[r % len(orders)]
         batch = measure_interleaved([[g[sides[k]] for k in order] for g in groups], iters,
                                     warmup if r == 0 else [0] * len(groups), 1, timer)
         times[:, r, order] = batch[:, 0, :]
@@ -429,17 +461,21 @@ def _op_result(op: TorchOp, env: Env, settings: Settings, raw: numpy.ndarray | N
 
 
 def build_ddp_steps(env: Env, features: int, width: int, batch: int
-                    ) -> tuple[dict[str, Callable[[], Any]], int]:
-    """Four copies of the MLP (same weights, same data) and one training step of each.
+                    ) -> tuple[dict[str, Callable[[], Any]], int, dict[str, Any]]:
+    """Copies of the MLP (same weights, same data) and one training step of each.
 
     ``backend``: ``DistributedDataParallel(model)`` on the default group; ``gloo``:
     ``DistributedDataParallel(model, process_group=gloo)``; ``local``: the model alone;
     ``bound``: the model alone, then raw mpi4py all-reduces (``Allreduce`` in place, one per
-    gradient, averaged) of the same gradients, DDP's bound. Collective (wrapping broadcasts
-    the parameters).
+    gradient, averaged) of the same gradients, DDP's bound; ``reducer``: ``backend`` with a
+    comm hook that communicates nothing, so ``reducer - local`` is what DDP itself costs
+    (bucket copies, hooks, its forward's bookkeeping) whatever the backend; ``bucket_view``:
+    ``DistributedDataParallel(model, gradient_as_bucket_view=True)`` on the default group;
+    ``overlap``: ``DistributedDataParallel(model)`` on :func:`overlap_group`. Collective
+    (wrapping broadcasts the parameters).
 
     Returns:
-        The steps by side (:data:`DDP_SIDES`) and the parameter count.
+        The steps by side (:data:`DDP_SIDES`), the parameter count, and the models by side.
     """
     torch = env.torch
     from torch.nn.parallel import DistributedDataParallel
@@ -449,12 +485,24 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
         return torch.nn.Sequential(torch.nn.Linear(features, width), torch.nn.ReLU(),
                                    torch.nn.Linear(width, features))
 
+    def no_comm(state: Any, bucket: Any) -> Any:
+        done = torch.futures.Future()
+        done.set_result(bucket.buffer())
+        return done
+
+    # DDP checks a hook's annotations against its own classes (this module's are strings)
+    no_comm.__annotations__ = {"bucket": env.dist.GradBucket}
+
     generator = torch.Generator().manual_seed(1000 + env.rank)
     x = torch.randn(batch, features, generator=generator)
     y = torch.randn(batch, features, generator=generator)
     models = {"backend": DistributedDataParallel(model()),
               "gloo": DistributedDataParallel(model(), process_group=env.gloo),
-              "local": model(), "bound": model()}
+              "local": model(), "bound": model(), "reducer": DistributedDataParallel(model()),
+              "bucket_view": DistributedDataParallel(model(), gradient_as_bucket_view=True),
+              "overlap": DistributedDataParallel(model(), process_group=(
+                  env.overlap if env.overlap is not None else overlap_group(env.dist)))}
+    models["reducer"].register_comm_hook(None, no_comm)
     mse = torch.nn.functional.mse_loss
     raw = MPI.COMM_WORLD
     scale = 1.0 / raw.Get_size()
@@ -475,11 +523,12 @@ def build_ddp_steps(env: Env, features: int, width: int, batch: int
         return step
 
     params = sum(p.numel() for p in models["local"].parameters())
-    return {side: stepper(models[side], side == "bound") for side in DDP_SIDES}, params
+    return ({side: stepper(models[side], side == "bound") for side in DDP_SIDES}, params,
+            models)
 
 
 def _measure_ddp(env: Env, settings: TorchSettings, timer: Any) -> DDPStepResult:
-    steps, params = build_ddp_steps(env, settings.torch_ddp_features, settings.torch_ddp_width,
+    steps, params, _ = build_ddp_steps(env, settings.torch_ddp_features, settings.torch_ddp_width,
                                     settings.torch_ddp_batch)
     nbytes = params * ITEMSIZE
     iters = settings.timed_iterations(nbytes)
@@ -507,9 +556,10 @@ def run_torch(settings: Settings) -> TorchResult:
     with contextlib.suppress(RuntimeError):  # settable only before torch's first parallel work
         torch.set_num_interop_threads(opts.torch_threads)
     gloo, made = init_groups(dist)
+    overlap = overlap_group(dist) if "ddp" in opts.torch_ops else None
     raw, timer = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     try:
-        env = Env(torch, dist, raw, gloo, world_comm.rank, world_comm.size)
+        env = Env(torch, dist, raw, gloo, world_comm.rank, world_comm.size, overlap)
         ops = [OPS[name] for name in opts.torch_ops if name in OPS]
         runs = [op for op in ops if env.nranks >= op.min_ranks]
         # First every operation beside raw mpi4py, then beside gloo: see the module's notes.
@@ -522,6 +572,8 @@ def run_torch(settings: Settings) -> TorchResult:
         raw.Free()
         timer.Free()
         dist.destroy_process_group(gloo)
+        if overlap is not None:
+            dist.destroy_process_group(overlap)
         if made:
             dist.destroy_process_group()
     return TorchResult(str(torch.__version__), torch.get_num_threads(), world_comm.size,

@@ -100,7 +100,8 @@ def _result(nranks: int = 2, ddp_bound_ms: float = 2.8) -> TorchResult:
                          "1", ())
     ddp = DDPStepResult(4, 8, 2, 76, nranks, 5,
                         Timings(DDP_SIDES, ((3e-3, 4e-3), (9e-3, 1e-2), (1e-3, 1e-3),
-                                            (ddp_bound_ms * 1e-3, 3.8e-3))))
+                                            (ddp_bound_ms * 1e-3, 3.8e-3), (1.5e-3, 1.6e-3),
+                                            (2.9e-3, 3.9e-3), (3.1e-3, 4.1e-3))))
     return TorchResult("2.x", 1, nranks, 2, "min", (reduce, send), ddp)
 
 
@@ -124,6 +125,10 @@ def test_rows_and_goals() -> None:
     assert data["ops"]["all_reduce"]["rows"][0]["gloo_pass"]["gloo"]["time_us"] == pytest.approx(30)
     assert data["ddp"]["gloo_vs_backend"] == pytest.approx(2.75)
     assert data["ddp"]["backend_vs_bound"] == pytest.approx((3 / 2.8 + 4 / 3.8) / 2)
+    # DDP's own cost: reducer - local per round (0.5, 0.6 ms), the median; the floor adds it
+    # to the bound, round by round.
+    assert data["ddp"]["reducer_cost_us"] == pytest.approx(550)
+    assert data["ddp"]["backend_vs_floor"] == pytest.approx((3 / 3.3 + 4 / 4.4) / 2)
     assert [g["met"] for g in data["goals"]] == [True, False, True]
 
 
@@ -142,6 +147,12 @@ def test_tables() -> None:
     assert "skipped: needs 2 ranks" in text and "torch threads per rank: 1" in text
     assert "summary torch ddp:" in text and "gloo/backend = 2.750" in text
     assert "backend/bound = 1.062" in text
+    assert ("DDP's own cost (reducer - local) 0.550 ms, backend/(bound + DDP's own cost) = "
+            "0.909") in text
+    at = lines.index("== torch ddp")
+    assert lines[at + 2].split()[-4:] == ["vs", "local", "vs", "bound"]
+    table = {line.split()[0]: line.split()[-3:] for line in lines[at + 3:at + 3 + len(DDP_SIDES)]}
+    assert table["reducer"] == ["1.500", "1.550", "0.478"]  # vs bound: paired (1.5/2.8, 1.6/3.8)
     assert lines[-1].startswith("goals (at 2 ranks): all_reduce 8 B: backend/raw <= 3: 2.000 "
                                 "at 8 B met;")
     assert lines[-1].endswith("DDP step: backend/bound <= 1.1: 1.062 met")
@@ -222,9 +233,9 @@ def test_torch_suite_job(tmp_path: Path) -> None:
             assert all(numbers[k] > 0 for k in (0, 1, 3, 5, 7, 8)), (op, cells)  # times, ratios
     at = lines.index("== torch ddp")
     assert "Linear(4, 8), ReLU, Linear(8, 4) (76 parameters" in lines[at + 1]
-    ddp = {line.split()[0]: line for line in lines[at + 3:at + 7]}
+    ddp = {line.split()[0]: line for line in lines[at + 3:at + 3 + len(DDP_SIDES)]}
     assert set(ddp) == set(DDP_SIDES)
-    assert all(float(line.split()[-2]) > 0 for line in ddp.values())  # ms per step
+    assert all(float(line.split()[-3]) > 0 for line in ddp.values())  # ms per step
     for op in TORCH_OPS:
         assert any(line.startswith(f"summary torch {op}: worst backend/raw") for line in lines)
     assert any(line.startswith("summary torch ddp:") for line in lines)
@@ -261,10 +272,18 @@ for name in TORCH_OPS:
     if name == "all_reduce":
         assert torch.equal(got["raw"], sum(torch.arange(16.0) % 5 + 1 + 10 * r
                                            for r in range(comm.size)))
-steps, params = build_ddp_steps(env, 4, 8, 2)
+steps, params, models = build_ddp_steps(env, 4, 8, 2)
 assert params == 76 and set(steps) == set(DDP_SIDES)
 for side in DDP_SIDES:
     steps[side]()
+after = {side: torch.cat([p.detach().reshape(-1) for p in models[side].parameters()])
+         for side in DDP_SIDES}
+# One SGD step on every rank's own data: the sides that average the gradients over the ranks
+# agree with the bound (raw all-reduces); the one whose hook communicates nothing with local.
+for side in ("backend", "gloo", "bucket_view", "overlap"):
+    assert torch.allclose(after[side], after["bound"], rtol=0, atol=1e-7), side
+assert torch.equal(after["reducer"], after["local"])
+assert comm.size == 1 or not torch.allclose(after["local"], after["bound"], rtol=0, atol=1e-7)
 comm.Free()
 dist.destroy_process_group(gloo)
 assert made
