@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from . import runtime as _runtime
 from ._version import __version__
+from .communication.form import describe as describe_form
 from .communication.gpu.transport import (
     cuda_aware_mpi,
     cuda_aware_source,
@@ -98,6 +99,7 @@ def collect() -> dict[str, str]:
         "launcher": job_launcher(os.environ, family),
         "MPI settings": describe_settings(settings),
         "reductions unlike numpy": describe_quirks(library_quirks()),
+        "all-reduce form": describe_form(),
         "world size": str(topo.size),
         "nodes": str(topo.node_size),
         "ranks on this node": str(topo.local_size),

@@ -64,12 +64,15 @@ class Prepared(NamedTuple):
         raw: runs the same operation once through raw mpi4py.
         send: the send buffer, or None for an in-place operation.
         recv: the receive (or in-place) buffer.
+        raw_other: a second raw form of the same operation (the case's ``raw_forms``), timed
+            in the same rounds; the row compares mpiflow with the faster of the two.
     """
 
     mpiflow: Callable[[], Any]
     raw: Callable[[], Any]
     send: Any | None
     recv: Any
+    raw_other: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class BenchCase:
         ops_per_call: operations one call performs; each timing is divided by it (a ping-pong
             round trip is 2 one-way messages, as osu_latency reports half the round trip).
         devices: the devices it can run on.
+        raw_forms: the names of ``raw`` and ``raw_other`` when the case times two raw forms
+            (the row is then mpiflow against the faster); empty for one.
     """
 
     name: str
@@ -100,6 +105,7 @@ class BenchCase:
     min_ranks: int = 1
     ops_per_call: int = 1
     devices: tuple[str, ...] = ("cpu",)
+    raw_forms: tuple[str, ...] = ()
 
 
 CASES: dict[str, BenchCase] = {}
@@ -156,6 +162,16 @@ def _build_all_reduce_out_of_place(ctx: Context, layout: Layout) -> Prepared:
     send = ctx.xp.zeros_like(buf)
     return Prepared(partial(dist.all_reduce, buf),
                     partial(ctx.comm.Allreduce, send, buf, MPI.SUM), send, buf)
+
+
+def _build_all_reduce_best(ctx: Context, layout: Layout) -> Prepared:
+    """mpiflow's all-reduce against the faster of MPI's two forms at each size: in place on
+    ``buf``, and out of place from ``send`` into ``buf`` (no copy on the raw side)."""
+    _, buf = _buffers(ctx, layout)
+    send = ctx.xp.zeros_like(buf)
+    return Prepared(partial(dist.all_reduce, buf),
+                    partial(ctx.comm.Allreduce, MPI.IN_PLACE, buf, MPI.SUM), send, buf,
+                    partial(ctx.comm.Allreduce, send, buf, MPI.SUM))
 
 
 def _build_all_gather(ctx: Context, layout: Layout) -> Prepared:
@@ -218,6 +234,11 @@ register(BenchCase("all_reduce", "collectives", "dist.all_reduce(buf)",
 register(BenchCase("all_reduce_out_of_place", "collectives", "dist.all_reduce(buf)",
                    "comm.Allreduce(send, buf, MPI.SUM)",
                    whole_layout, ALL_REDUCE_FACTOR, _build_all_reduce_out_of_place))
+register(BenchCase("all_reduce_best", "collectives", "dist.all_reduce(buf)",
+                   "the faster of comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM) and "
+                   "comm.Allreduce(send, buf, MPI.SUM)",
+                   whole_layout, ALL_REDUCE_FACTOR, _build_all_reduce_best,
+                   raw_forms=("in-place", "out-of-place")))
 register(BenchCase("all_gather", "collectives", "dist.all_gather_into_tensor(out, inp)",
                    "comm.Allgather(inp, out)",
                    gather_layout, SPREAD_FACTOR, _build_all_gather))

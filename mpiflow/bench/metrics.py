@@ -142,6 +142,9 @@ class Row:
         mpiflow_s: per round, the max over ranks of the average seconds per call, mpiflow.
         raw_s: the same for raw mpi4py, timed in the same rounds.
         stat: how the batches are summarized (``"min"`` or ``"median"``).
+        raw_form: for a case timing two raw forms of the operation (``all_reduce_best``),
+            the faster one, whose batches ``raw_s`` holds; empty for the other cases.
+        other_raw_s: the other raw form's batches, timed in the same rounds (or empty).
     """
 
     op: str
@@ -154,6 +157,8 @@ class Row:
     mpiflow_s: tuple[float, ...]
     raw_s: tuple[float, ...]
     stat: str = "min"
+    raw_form: str = ""
+    other_raw_s: tuple[float, ...] = ()
 
     @property
     def mpiflow_time(self) -> float:

@@ -30,7 +30,7 @@ __all__ = [
 
 _COLUMNS = ("size", "iters", "mpiflow us", "algbw", "busbw", "raw us", "algbw", "busbw",
             "ratio", "goal")
-_RIGHT = (True, True, True, True, True, True, True, True, True, False)
+_RIGHT = (True, True, True, True, True, True, True, True, True, False, False)
 
 
 def _goal_mark(row: Row) -> str:
@@ -45,7 +45,8 @@ def _goal_mark(row: Row) -> str:
 def table_rows(rows: Sequence[Row]) -> list[list[str]]:
     """The cells of a case's table, one list of strings per size.
 
-    Times are in microseconds, bandwidths in GB/s (10**9 bytes per second).
+    Times are in microseconds, bandwidths in GB/s (10**9 bytes per second). A case that times
+    two raw forms (``all_reduce_best``) gets a last cell: the faster form, the raw side.
     """
     out = []
     for r in rows:
@@ -54,23 +55,23 @@ def table_rows(rows: Sequence[Row]) -> list[list[str]]:
             f"{r.mpiflow_time * 1e6:.2f}", f"{r.algbw('mpiflow'):.2f}",
             f"{r.busbw('mpiflow'):.2f}",
             f"{r.raw_time * 1e6:.2f}", f"{r.algbw('raw'):.2f}", f"{r.busbw('raw'):.2f}",
-            f"{r.ratio:.3f}", _goal_mark(r),
+            f"{r.ratio:.3f}", _goal_mark(r), *([r.raw_form] if r.raw_form else []),
         ])
     return out
 
 
 def _plain(cells: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS))]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     lines = []
     for row in cells:
         parts = [c.rjust(w) if right else c.ljust(w)
-                 for c, w, right in zip(row, widths, _RIGHT, strict=True)]
+                 for c, w, right in zip(row, widths, _RIGHT, strict=False)]
         lines.append("  ".join(parts).rstrip())
     return lines
 
 
 def _markdown(cells: Sequence[Sequence[str]]) -> list[str]:
-    rule = ["---:" if right else ":---" for right in _RIGHT]
+    rule = ["---:" if right else ":---" for right in _RIGHT[:len(cells[0])]]
     return ["| " + " | ".join(row) + " |" for row in (cells[0], rule, *cells[1:])]
 
 
@@ -99,7 +100,8 @@ def format_table(title: str, mpiflow_call: str, raw_call: str, factor_formula: s
                 f"   busbw factor {factor_formula} = {factor}"]
     if not rows:
         return "\n".join([*head, "skipped: needs more ranks"])
-    cells = [list(_COLUMNS), *table_rows(rows)]
+    forms = ["raw form"] if any(r.raw_form for r in rows) else []
+    cells = [[*_COLUMNS, *forms], *table_rows(rows)]
     body = _markdown(cells) if markdown else _plain(cells)
     return "\n".join([*head, *body])
 
@@ -167,7 +169,10 @@ def _row_json(row: Row) -> dict[str, Any]:
                     "busbw_GBps": row.busbw("mpiflow"),
                     "batches_us": [t * 1e6 for t in row.mpiflow_s]},
         "raw": {"time_us": row.raw_time * 1e6, "algbw_GBps": row.algbw("raw"),
-                "busbw_GBps": row.busbw("raw"), "batches_us": [t * 1e6 for t in row.raw_s]},
+                "busbw_GBps": row.busbw("raw"), "batches_us": [t * 1e6 for t in row.raw_s],
+                **({"form": row.raw_form,
+                    "other_form_batches_us": [t * 1e6 for t in row.other_raw_s]}
+                   if row.raw_form else {})},
     }
 
 

@@ -22,7 +22,7 @@ from .._version import __version__
 from ..communication.mpi.group import world_comm
 from . import cuda_cases
 from .cases import BenchCase, Context, select
-from .metrics import Row
+from .metrics import Row, combine
 from .plan import KNEE_BYTES, Settings
 
 __all__ = ["describe_run", "make_context", "measure", "measure_interleaved", "measure_sizes", "run",
@@ -122,7 +122,9 @@ def measure_sizes(case: BenchCase, ctx: Context, sizes: Sequence[int], settings:
     """Measure one case at several requested sizes, mpiflow and raw mpi4py interleaved.
 
     The buffers of every size are built first; :func:`measure_interleaved` then times the two
-    sides at every size in ``settings.rounds`` rounds (each size is one group).
+    sides at every size in ``settings.rounds`` rounds (each size is one group). A case with two
+    raw forms (``raw_forms``) times three sides, and each size's row takes as its raw side the
+    form with the lower time (``settings.stat``), keeping the other's batches beside it.
 
     Args:
         case: the benchmark case.
@@ -135,18 +137,30 @@ def measure_sizes(case: BenchCase, ctx: Context, sizes: Sequence[int], settings:
         One row per size, identical on every rank.
     """
     layouts = [case.layout(size, ctx.dtype.itemsize, ctx.nranks) for size in sizes]
-    sides = []
+    sides: list[tuple[Callable[[], Any], ...]] = []
     for layout in layouts:
         prepared = case.build(ctx, layout)
-        sides.append((prepared.mpiflow, prepared.raw))
+        if case.raw_forms and prepared.raw_other is not None:
+            sides.append((prepared.mpiflow, prepared.raw, prepared.raw_other))
+        else:
+            sides.append((prepared.mpiflow, prepared.raw))
     iters = [settings.timed_iterations(layout.nbytes) for layout in layouts]
     warmup = [settings.warmup_iterations(layout.nbytes) for layout in layouts]
     times = measure_interleaved(sides, iters, warmup, settings.rounds, timer)
     times /= case.ops_per_call
     factor = case.bus_factor(ctx.nranks)
-    return [Row(case.name, size, layout.nbytes, iters[i], warmup[i], ctx.nranks, factor,
-                tuple(times[i, :, 0].tolist()), tuple(times[i, :, 1].tolist()), settings.stat)
-            for i, (size, layout) in enumerate(zip(sizes, layouts, strict=True))]
+    rows = []
+    for i, (size, layout) in enumerate(zip(sizes, layouts, strict=True)):
+        raw, form, other = tuple(times[i, :, 1].tolist()), "", ()
+        if times.shape[2] == 3:  # two raw forms: the row compares with the faster one
+            second = tuple(times[i, :, 2].tolist())
+            faster = combine(second, settings.stat) < combine(raw, settings.stat)
+            form = case.raw_forms[1 if faster else 0]
+            raw, other = (second, raw) if faster else (raw, second)
+        rows.append(Row(case.name, size, layout.nbytes, iters[i], warmup[i], ctx.nranks,
+                        factor, tuple(times[i, :, 0].tolist()), raw, settings.stat, form,
+                        other))
+    return rows
 
 
 def measure(case: BenchCase, ctx: Context, size: int, settings: Settings,

@@ -49,6 +49,7 @@ from mpi4py import MPI
 
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
+from .form import Scratch, on_change, out_of_place_from
 from .watchdog import monitor as watchdog
 from .watchdog.failure import collective_failed
 from .watchdog.report import describe_group
@@ -155,8 +156,8 @@ class FastPaths:
     """
 
     __slots__ = ("__weakref__", "all_gather", "all_reduce", "all_reduce_at", "all_to_all",
-                 "broadcast", "comm", "in_use", "paths", "recv", "reduce_scatter", "send",
-                 "size")
+                 "broadcast", "comm", "in_use", "paths", "recv", "reduce_scatter", "remake",
+                 "scratch", "send", "size")
 
     def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]],
                  due: list[int] | None = None) -> None:
@@ -177,30 +178,6 @@ class FastPaths:
         new_status, byte = MPI.Status, MPI.BYTE
         # The watchdog's report names the group of a call that hangs in one of these functions
         # by finding the FastPaths whose closure the frame runs (_owner): nothing per call.
-
-        def all_reduce(buf: Any, op: ReduceOp) -> bool:
-            if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
-                by_dtype = native.get(op)
-                mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
-                if mpi_op is not None:
-                    if due[0] <= 1:
-                        return False  # the general path checks this call
-                    due[0] -= 1
-                    if in_use.owner is not None:
-                        concurrent_use(in_use, comm, "all_reduce")
-                    try:
-                        in_use.owner = True
-                        mark()  # the watchdog's mark: a new blocking call
-                        allreduce(in_place, buf, mpi_op)
-                    except _DECLINED:
-                        due[0] += 1
-                        return False
-                    except MPI.Exception as exc:
-                        collective_failed("all_reduce", comm, exc, (buf,))
-                    finally:
-                        in_use.owner = None
-                    return True
-            return False
 
         def all_gather(send: Any, recv: Any) -> bool:
             # recv: ``size`` copies of send's shape, concatenated along dim 0.
@@ -343,16 +320,28 @@ class FastPaths:
                 return True
             return False
 
-        self.all_reduce: Callable[[Any, ReduceOp], bool] = all_reduce
         self.all_gather: Callable[[Any, Any], bool] = all_gather
         self.reduce_scatter: Callable[[Any, Any, ReduceOp], bool] = reduce_scatter
         self.broadcast: Callable[[Any, int], bool] = broadcast
         self.all_to_all: Callable[[Any, Any], bool] = all_to_all
         self.send: Callable[[Any, int, int], bool] = send
         self.recv: Callable[[Any, int, int], bool] = recv
-        self.all_reduce_at: Callable[[int, int, Any, Any], bool] = _all_reduce_at(
-            comm, in_use, mark, allreduce, in_place, due)
-        self.paths = {name: getattr(self, name) for name in _PATHS}
+        self.scratch = scratch = Scratch()
+
+        def make_all_reduce() -> None:
+            # The form in force (.form): the plain in-place paths when it is in place at every
+            # size, which is every library but Intel MPI; remade on form.set_form().
+            oop_from = out_of_place_from()
+            self.paths["all_reduce"] = _all_reduce(comm, native, due, in_use, mark, allreduce,
+                                                   in_place, oop_from, scratch)
+            self.paths["all_reduce_at"] = _all_reduce_at(comm, in_use, mark, allreduce,
+                                                         in_place, due, oop_from, scratch)
+
+        self.paths = {name: getattr(self, name) for name in _PATHS if name not in _FORMED}
+        make_all_reduce()
+        self.all_reduce: Callable[[Any, ReduceOp], bool] = self.paths["all_reduce"]
+        self.all_reduce_at: Callable[[int, int, Any, Any], bool] = self.paths["all_reduce_at"]
+        self.remake: Callable[[], None] = make_all_reduce
         _live.add(self)
         if _paused:
             self.set_all(never)
@@ -362,7 +351,7 @@ class FastPaths:
         """Fast paths that never apply, for a communicator that checks every call."""
         self = cls.__new__(cls)
         self.size, self.paths, self.comm = 0, dict.fromkeys(_PATHS, never), None
-        self.in_use = InUse()
+        self.in_use, self.scratch, self.remake = InUse(), Scratch(), _nothing
         self.set_all(never)
         return self
 
@@ -375,14 +364,128 @@ class FastPaths:
             setattr(self, name, self.paths[name] if path is None else path)
 
 
+def _all_reduce(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]], due: list[int],
+                in_use: InUse, mark: Callable[[], None], allreduce: Any, in_place: Any,
+                oop_from: int | None, scratch: Scratch) -> Callable[[Any, ReduceOp], bool]:
+    """The all-reduce fast path of a plain numpy array, in place on the caller's buffer.
+
+    With ``oop_from`` None (the form is in place at every size) it calls MPI's in-place form
+    and tests nothing more; otherwise a buffer of ``oop_from`` bytes or more is copied into
+    ``scratch`` and reduced from there into itself by MPI's out-of-place form (:mod:`.form`).
+    """
+    if oop_from is None:
+        return _all_reduce_in_place(comm, native, due, in_use, mark, allreduce, in_place)
+    like, copyto = scratch.like, numpy.copyto
+
+    def all_reduce(buf: Any, op: ReduceOp) -> bool:
+        if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
+            by_dtype = native.get(op)
+            mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
+            if mpi_op is not None:
+                if due[0] <= 1:
+                    return False  # the general path checks this call
+                due[0] -= 1
+                if in_use.owner is not None:
+                    concurrent_use(in_use, comm, "all_reduce")
+                try:
+                    in_use.owner = True
+                    mark()  # the watchdog's mark: a new blocking call
+                    if buf.nbytes >= oop_from:
+                        send = like(buf)
+                        copyto(send, buf)
+                        allreduce(send, buf, mpi_op)
+                    else:
+                        allreduce(in_place, buf, mpi_op)
+                except _DECLINED:
+                    due[0] += 1
+                    return False
+                except MPI.Exception as exc:
+                    collective_failed("all_reduce", comm, exc, (buf,))
+                finally:
+                    in_use.owner = None
+                return True
+        return False
+
+    return all_reduce
+
+
+def _all_reduce_in_place(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]],
+                         due: list[int], in_use: InUse, mark: Callable[[], None],
+                         allreduce: Any, in_place: Any) -> Callable[[Any, ReduceOp], bool]:
+    """:func:`_all_reduce` where the form is in place at every size."""
+
+    def all_reduce(buf: Any, op: ReduceOp) -> bool:
+        if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
+            by_dtype = native.get(op)
+            mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
+            if mpi_op is not None:
+                if due[0] <= 1:
+                    return False  # the general path checks this call
+                due[0] -= 1
+                if in_use.owner is not None:
+                    concurrent_use(in_use, comm, "all_reduce")
+                try:
+                    in_use.owner = True
+                    mark()  # the watchdog's mark: a new blocking call
+                    allreduce(in_place, buf, mpi_op)
+                except _DECLINED:
+                    due[0] += 1
+                    return False
+                except MPI.Exception as exc:
+                    collective_failed("all_reduce", comm, exc, (buf,))
+                finally:
+                    in_use.owner = None
+                return True
+        return False
+
+    return all_reduce
+
+
 def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce: Any,
-                   in_place: Any, due: list[int]) -> Callable[[int, int, Any, Any], bool]:
+                   in_place: Any, due: list[int], oop_from: int | None,
+                   scratch: Scratch) -> Callable[[int, int, Any, Any], bool]:
     """The in-place all-reduce of ``nbytes`` of memory at ``address`` (a torch tensor's),
     typed by an MPI datatype and reduced by an MPI op that the caller knows to be native:
-    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2)."""
+    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2). From
+    ``oop_from`` bytes up (None: never) the memory is copied into ``scratch`` and reduced from
+    there by MPI's out-of-place form."""
     fromaddress = MPI.buffer.fromaddress
+    if oop_from is None:
+        return _all_reduce_at_in_place(comm, in_use, mark, allreduce, in_place, due)
+    raw, copyto, frombuffer, uint8 = scratch.raw, numpy.copyto, numpy.frombuffer, numpy.uint8
 
     # Named as the operation: the watchdog reports a fast path by its function's name.
+    def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
+        if due[0] <= 1:
+            return False  # the general path checks this call
+        due[0] -= 1
+        if in_use.owner is not None:
+            concurrent_use(in_use, comm, "all_reduce")
+        try:
+            in_use.owner = True
+            mark()  # the watchdog's mark: a new blocking call
+            memory: Any = fromaddress(address, nbytes)
+            if nbytes >= oop_from:
+                send = raw(nbytes)
+                copyto(send, frombuffer(memory, uint8))
+                allreduce([send, datatype], [memory, datatype], mpi_op)
+            else:
+                allreduce(in_place, [memory, datatype], mpi_op)
+        except MPI.Exception as exc:
+            collective_failed("all_reduce", comm, exc)
+        finally:
+            in_use.owner = None
+        return True
+
+    return all_reduce
+
+
+def _all_reduce_at_in_place(comm: Any, in_use: InUse, mark: Callable[[], None],
+                            allreduce: Any, in_place: Any,
+                            due: list[int]) -> Callable[[int, int, Any, Any], bool]:
+    """:func:`_all_reduce_at` where the form is in place at every size."""
+    fromaddress = MPI.buffer.fromaddress
+
     def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
         if due[0] <= 1:
             return False  # the general path checks this call
@@ -402,8 +505,13 @@ def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce
     return all_reduce
 
 
+def _nothing() -> None:
+    """The remake of fast paths that never apply."""
+
+
 _PATHS = ("all_gather", "all_reduce", "all_reduce_at", "all_to_all", "broadcast", "recv",
           "reduce_scatter", "send")
+_FORMED = ("all_reduce", "all_reduce_at")  # made by the form in force (.form)
 _live: weakref.WeakSet[FastPaths] = weakref.WeakSet()
 _paused = 0
 _FILE = FastPaths.__init__.__code__.co_filename
@@ -463,6 +571,17 @@ def _blocked_call(frame: Any) -> watchdog.BlockedCall | None:
 # function of all_reduce_at is named all_reduce too).
 watchdog.register_blocking_names(_FILE, _PATHS)
 watchdog.register_frame_reader(_blocked_call)
+
+
+def _form_changed() -> None:
+    """Remake every live FastPaths' all-reduce paths for the form now in force."""
+    for fast in _live_paths():
+        fast.remake()
+        if not _paused:
+            fast.set_all(None)
+
+
+on_change(_form_changed)
 
 
 def pause() -> None:

@@ -7,6 +7,8 @@
 - :mod:`.steps`: the write-back steps that finish an operation.
 - :mod:`.message_size`: the error for a message whose size ranks disagree on.
 - :mod:`.extras`: the optional extras and the install hint an error message gives.
+- :mod:`.all_reduce_form`: which form of ``MPI_Allreduce`` (in place or out of place) each MPI
+  library runs faster, from which size.
 - :mod:`.launcher_env`: torchrun's ``RANK``, ``LOCAL_RANK``... from an MPI launcher's variables.
 
 Nothing here imports ``mpi4py``: an import-linter contract (``setup.cfg``) checks it.

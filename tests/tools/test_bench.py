@@ -43,8 +43,8 @@ from mpiflow.communication.mpi.group import world_comm
 
 RANK, SIZE = world_comm.rank, world_comm.size
 MiB = 1 << 20
-ALL_OPS = ("all_reduce", "all_reduce_out_of_place", "all_gather", "reduce_scatter", "broadcast",
-           "all_to_all", "send_recv")
+ALL_OPS = ("all_reduce", "all_reduce_out_of_place", "all_reduce_best", "all_gather",
+           "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 
 
 # -- sizes and iterations --------------------------------------------------------------------
@@ -107,7 +107,8 @@ def test_bus_factors_are_nccl_tests() -> None:
         assert ONE_FACTOR(n) == 1.0
     factors = {c.name: c.bus_factor for c in select()}
     assert factors == {"all_reduce": ALL_REDUCE_FACTOR,
-                       "all_reduce_out_of_place": ALL_REDUCE_FACTOR, "all_gather": SPREAD_FACTOR,
+                       "all_reduce_out_of_place": ALL_REDUCE_FACTOR,
+                       "all_reduce_best": ALL_REDUCE_FACTOR, "all_gather": SPREAD_FACTOR,
                        "reduce_scatter": SPREAD_FACTOR, "broadcast": ONE_FACTOR,
                        "all_to_all": SPREAD_FACTOR, "send_recv": ONE_FACTOR}
 
@@ -187,6 +188,22 @@ def test_results_json() -> None:
     assert data["summary"]["all_reduce"]["goals"][1]["met"] is False
 
 
+def test_a_row_against_the_faster_raw_form() -> None:
+    best = Row("all_reduce_best", MiB, MiB, 10, 2, 2, 1.0, (2e-3, 2e-3), (1e-3, 1e-3), "min",
+               "out-of-place", (4e-3, 4e-3))
+    plain = _row(MiB, 110.0, 100.0)
+    text = format_table("all_reduce_best", "a", "b", "1", [best]).splitlines()
+    assert text[2].split()[-2:] == ["raw", "form"] and text[3].endswith("out-of-place")
+    md = [line for line in format_table("all_reduce_best", "a", "b", "1", [best],
+                                        markdown=True).splitlines() if line.startswith("|")]
+    assert md[1].endswith("| :--- | :--- |") and md[2].endswith("| out-of-place |")
+    assert "raw form" not in format_table("all_reduce", "a", "b", "1", [plain])
+    data = results_json({}, {"all_reduce_best": [best], "all_reduce": [plain]})["results"]
+    assert data["all_reduce_best"][0]["raw"]["form"] == "out-of-place"
+    assert data["all_reduce_best"][0]["raw"]["other_form_batches_us"] == [4000.0, 4000.0]
+    assert "form" not in data["all_reduce"][0]["raw"]
+
+
 # -- command line and registry -----------------------------------------------------------------
 
 def test_settings_from_the_command_line() -> None:
@@ -242,16 +259,21 @@ def test_mpiflow_and_raw_do_the_same(name: str) -> None:
     layout = case.layout(96, 4, SIZE)
     prepared = case.build(ctx, layout)
     results = []
-    for call in (prepared.mpiflow, prepared.raw):
+    calls = [prepared.mpiflow, prepared.raw]
+    if prepared.raw_other is not None:  # all_reduce_best: both raw forms
+        calls.append(prepared.raw_other)
+    assert len(calls) == 2 + bool(case.raw_forms)
+    for call in calls:
         if prepared.send is not None:
             prepared.send[...] = rank_data(prepared.send.shape, numpy.float32, RANK)
         prepared.recv[...] = rank_data(prepared.recv.shape, numpy.float32, RANK, salt=1)
-        if name == "all_reduce_out_of_place":  # the raw side sums send into recv
+        if name in ("all_reduce_out_of_place", "all_reduce_best"):  # out of place: send -> recv
             prepared.send[...] = prepared.recv
         call()
         results.append(prepared.recv.copy())
-    numpy.testing.assert_array_equal(results[0], results[1])
-    if name in ("all_reduce", "all_reduce_out_of_place"):
+    for other in results[1:]:
+        numpy.testing.assert_array_equal(results[0], other)
+    if name.startswith("all_reduce"):
         expected = sum(rank_data(results[0].shape, numpy.float32, r, salt=1) for r in range(SIZE))
         numpy.testing.assert_array_equal(results[0], expected)
 
@@ -269,6 +291,11 @@ def test_run_in_process() -> None:
         for r in rows:
             assert r.nranks == SIZE and r.iters == 2 and len(r.mpiflow_s) == 2
             assert r.mpiflow_time > 0 and r.raw_time > 0 and r.ratio > 0
+            if r.op == "all_reduce_best":  # the raw side is the faster of the two forms
+                assert r.raw_form in ("in-place", "out-of-place") and len(r.other_raw_s) == 2
+                assert r.raw_time <= min(r.other_raw_s)
+            else:
+                assert r.raw_form == "" and r.other_raw_s == ()
     # The times are reduced over the ranks, so every rank holds the same rows.
     every = world_comm.mpi_comm.allgather(results)
     assert all(other == results for other in every)

@@ -15,7 +15,7 @@ def test_report_names_everything_the_issue_asks_for() -> None:
     info = collect()
     for key in ("mpiflow", "mpi4py", "numpy", "MPI library", "MPI standard", "thread level",
                 "world size", "ranks on this node", "cupy", "nccl (cupy.cuda.nccl)",
-                "reductions unlike numpy", "launcher", "MPI settings",
+                "reductions unlike numpy", "all-reduce form", "launcher", "MPI settings",
                 "CUDA-aware MPI"):
         assert info[key], key
     text = format_report(info)
@@ -38,9 +38,16 @@ def test_cuda_awareness_from_the_environment(environ: dict, answer: str) -> None
 
 
 def test_info_prints_once_per_job() -> None:
-    job = run_job(2, "from mpiflow.__main__ import main; main(['info'])",
-                  launcher=[MPIEXEC, "-n", "2"])
+    # MPIFLOW_ALLREDUCE_FORM reaches the job's all-reduce (the scratch copy runs) and info.
+    code = ("import numpy, mpiflow.distributed as dist; from mpiflow.__main__ import main; "
+            "from mpiflow.communication.mpi.group import world_comm as w; "
+            "x = numpy.arange(5.0); dist.all_reduce(x); assert (x == 2 * numpy.arange(5)).all()"
+            "; assert w.fast.scratch.buffer.nbytes == 40; main(['info'])")
+    job = run_job(2, code, launcher=[MPIEXEC, "-n", "2"],
+                  env={"MPIFLOW_ALLREDUCE_FORM": "out_of_place"})
     assert job.returncode == 0, job.stderr
+    assert re.search(r"^all-reduce form +: out of place at every size "
+                     r"\(MPIFLOW_ALLREDUCE_FORM=out_of_place\)$", job.stdout, re.M), job.stdout
     assert job.stdout.count("MPI standard") == 1  # printed by rank 0 only
     assert re.search(r"^world size +: 2$", job.stdout, re.M)
     library = MPI.Get_library_version()
