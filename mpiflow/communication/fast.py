@@ -49,6 +49,7 @@ from mpi4py import MPI
 
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
+from .fast_all_reduce import DECLINED, all_reduce_at_path, all_reduce_path
 from .form import Scratch, on_change, out_of_place_from
 from .watchdog import monitor as watchdog
 from .watchdog.failure import collective_failed
@@ -59,10 +60,7 @@ from .watchdog.state import mark_call
 __all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
 
 _ndarray = numpy.ndarray
-# What mpi4py raises, before sending anything, for a buffer it cannot take as it is (a strided
-# view) or a dtype it cannot map (object, structured...): the general path stages the one and
-# raises a clear TypeError for the other.
-_DECLINED = (BufferError, KeyError)
+_DECLINED = DECLINED
 
 
 class InUse:
@@ -332,10 +330,12 @@ class FastPaths:
             # The form in force (.form): the plain in-place paths when it is in place at every
             # size, which is every library but Intel MPI; remade on form.set_form().
             oop_from = out_of_place_from()
-            self.paths["all_reduce"] = _all_reduce(comm, native, due, in_use, mark, allreduce,
-                                                   in_place, oop_from, scratch)
-            self.paths["all_reduce_at"] = _all_reduce_at(comm, in_use, mark, allreduce,
-                                                         in_place, due, oop_from, scratch)
+            self.paths["all_reduce"] = all_reduce_path(comm, native, due, in_use, mark, allreduce,
+                                                       in_place, oop_from, scratch,
+                                                       concurrent_use)
+            self.paths["all_reduce_at"] = all_reduce_at_path(comm, in_use, mark, allreduce,
+                                                             in_place, due, oop_from, scratch,
+                                                             concurrent_use)
 
         self.paths = {name: getattr(self, name) for name in _PATHS if name not in _FORMED}
         make_all_reduce()
@@ -364,147 +364,6 @@ class FastPaths:
             setattr(self, name, self.paths[name] if path is None else path)
 
 
-def _all_reduce(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]], due: list[int],
-                in_use: InUse, mark: Callable[[], None], allreduce: Any, in_place: Any,
-                oop_from: int | None, scratch: Scratch) -> Callable[[Any, ReduceOp], bool]:
-    """The all-reduce fast path of a plain numpy array, in place on the caller's buffer.
-
-    With ``oop_from`` None (the form is in place at every size) it calls MPI's in-place form
-    and tests nothing more; otherwise a buffer of ``oop_from`` bytes or more is copied into
-    ``scratch`` and reduced from there into itself by MPI's out-of-place form (:mod:`.form`).
-    """
-    if oop_from is None:
-        return _all_reduce_in_place(comm, native, due, in_use, mark, allreduce, in_place)
-    like, copyto = scratch.like, numpy.copyto
-
-    def all_reduce(buf: Any, op: ReduceOp) -> bool:
-        if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
-            by_dtype = native.get(op)
-            mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
-            if mpi_op is not None:
-                if due[0] <= 1:
-                    return False  # the general path checks this call
-                due[0] -= 1
-                if in_use.owner is not None:
-                    concurrent_use(in_use, comm, "all_reduce")
-                try:
-                    in_use.owner = True
-                    mark()  # the watchdog's mark: a new blocking call
-                    if buf.nbytes >= oop_from:
-                        send = like(buf)
-                        copyto(send, buf)
-                        allreduce(send, buf, mpi_op)
-                    else:
-                        allreduce(in_place, buf, mpi_op)
-                except _DECLINED:
-                    due[0] += 1
-                    return False
-                except MPI.Exception as exc:
-                    collective_failed("all_reduce", comm, exc, (buf,))
-                finally:
-                    in_use.owner = None
-                return True
-        return False
-
-    return all_reduce
-
-
-def _all_reduce_in_place(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]],
-                         due: list[int], in_use: InUse, mark: Callable[[], None],
-                         allreduce: Any, in_place: Any) -> Callable[[Any, ReduceOp], bool]:
-    """:func:`_all_reduce` where the form is in place at every size."""
-
-    def all_reduce(buf: Any, op: ReduceOp) -> bool:
-        if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
-            by_dtype = native.get(op)
-            mpi_op = by_dtype.get(buf.dtype) if by_dtype is not None else None
-            if mpi_op is not None:
-                if due[0] <= 1:
-                    return False  # the general path checks this call
-                due[0] -= 1
-                if in_use.owner is not None:
-                    concurrent_use(in_use, comm, "all_reduce")
-                try:
-                    in_use.owner = True
-                    mark()  # the watchdog's mark: a new blocking call
-                    allreduce(in_place, buf, mpi_op)
-                except _DECLINED:
-                    due[0] += 1
-                    return False
-                except MPI.Exception as exc:
-                    collective_failed("all_reduce", comm, exc, (buf,))
-                finally:
-                    in_use.owner = None
-                return True
-        return False
-
-    return all_reduce
-
-
-def _all_reduce_at(comm: Any, in_use: InUse, mark: Callable[[], None], allreduce: Any,
-                   in_place: Any, due: list[int], oop_from: int | None,
-                   scratch: Scratch) -> Callable[[int, int, Any, Any], bool]:
-    """The in-place all-reduce of ``nbytes`` of memory at ``address`` (a torch tensor's),
-    typed by an MPI datatype and reduced by an MPI op that the caller knows to be native:
-    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2). From
-    ``oop_from`` bytes up (None: never) the memory is copied into ``scratch`` and reduced from
-    there by MPI's out-of-place form."""
-    fromaddress = MPI.buffer.fromaddress
-    if oop_from is None:
-        return _all_reduce_at_in_place(comm, in_use, mark, allreduce, in_place, due)
-    raw, copyto, frombuffer, uint8 = scratch.raw, numpy.copyto, numpy.frombuffer, numpy.uint8
-
-    # Named as the operation: the watchdog reports a fast path by its function's name.
-    def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
-        if due[0] <= 1:
-            return False  # the general path checks this call
-        due[0] -= 1
-        if in_use.owner is not None:
-            concurrent_use(in_use, comm, "all_reduce")
-        try:
-            in_use.owner = True
-            mark()  # the watchdog's mark: a new blocking call
-            memory: Any = fromaddress(address, nbytes)
-            if nbytes >= oop_from:
-                send = raw(nbytes)
-                copyto(send, frombuffer(memory, uint8))
-                allreduce([send, datatype], [memory, datatype], mpi_op)
-            else:
-                allreduce(in_place, [memory, datatype], mpi_op)
-        except MPI.Exception as exc:
-            collective_failed("all_reduce", comm, exc)
-        finally:
-            in_use.owner = None
-        return True
-
-    return all_reduce
-
-
-def _all_reduce_at_in_place(comm: Any, in_use: InUse, mark: Callable[[], None],
-                            allreduce: Any, in_place: Any,
-                            due: list[int]) -> Callable[[int, int, Any, Any], bool]:
-    """:func:`_all_reduce_at` where the form is in place at every size."""
-    fromaddress = MPI.buffer.fromaddress
-
-    def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
-        if due[0] <= 1:
-            return False  # the general path checks this call
-        due[0] -= 1
-        if in_use.owner is not None:
-            concurrent_use(in_use, comm, "all_reduce")
-        try:
-            in_use.owner = True
-            mark()  # the watchdog's mark: a new blocking call
-            allreduce(in_place, [fromaddress(address, nbytes), datatype], mpi_op)
-        except MPI.Exception as exc:
-            collective_failed("all_reduce", comm, exc)
-        finally:
-            in_use.owner = None
-        return True
-
-    return all_reduce
-
-
 def _nothing() -> None:
     """The remake of fast paths that never apply."""
 
@@ -515,6 +374,8 @@ _FORMED = ("all_reduce", "all_reduce_at")  # made by the form in force (.form)
 _live: weakref.WeakSet[FastPaths] = weakref.WeakSet()
 _paused = 0
 _FILE = FastPaths.__init__.__code__.co_filename
+_ALL_REDUCE_FILE = all_reduce_path.__code__.co_filename
+_FILES = (_FILE, _ALL_REDUCE_FILE)
 _ABSENT = object()
 
 
@@ -536,7 +397,7 @@ def _owner(frame: Any) -> FastPaths | None:
     of the path sees the same objects among its locals.
     """
     code = frame.f_code
-    if code.co_filename != _FILE or code.co_name not in _PATHS or not code.co_freevars:
+    if code.co_filename not in _FILES or code.co_name not in _PATHS or not code.co_freevars:
         return None
     local = frame.f_locals
     for fast in _live_paths():
@@ -570,6 +431,7 @@ def _blocked_call(frame: Any) -> watchdog.BlockedCall | None:
 # Each fast path calls MPI itself, so its own frame is the innermost while it blocks (the
 # function of all_reduce_at is named all_reduce too).
 watchdog.register_blocking_names(_FILE, _PATHS)
+watchdog.register_blocking_names(_ALL_REDUCE_FILE, ("all_reduce",))
 watchdog.register_frame_reader(_blocked_call)
 
 
