@@ -21,6 +21,7 @@ from ..communication import Communicator
 from ..communication.collectives import deterministic
 from ..communication.mpi.group import world_comm
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.layout import Layout
 from ..layouts.placement import Placement
 from ..layouts.plan import plan_redistribution
@@ -271,8 +272,9 @@ def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
     shape = tuple(int(n) for n in shape)
     expected = _expected_shape(shape, src.placement, src.sbp, world_comm.rank)
     if tuple(local.shape) != expected:
-        raise ValueError(f"rank {world_comm.rank}'s shard of a tensor of shape {shape} laid out "
-                         f"as {src} must have shape {expected}, got {tuple(local.shape)}")
+        raise GlobalTensorError(
+            f"rank {world_comm.rank}'s shard of a tensor of shape {shape} laid out "
+            f"as {src} must have shape {expected}, got {tuple(local.shape)}")
     if src == dst:
         return local
     xp = array_module(local)

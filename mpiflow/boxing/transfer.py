@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..communication import Communicator
+from ..core.errors import GlobalTensorError
 from ..layouts.layout import Layout
 from ..layouts.plan import transfer_cost
 from ..layouts.shards import Box, intersect, layout_boxes, relative_slices, volume
@@ -65,7 +66,7 @@ def transfer_schedule(shape: tuple[int, ...], src: Layout, dst: Layout,
         The rank's :class:`TransferSchedule`.
     """
     if src.is_partial or dst.is_partial:
-        raise ValueError(f"a transfer moves non-partial layouts, got {src} -> {dst}")
+        raise GlobalTensorError(f"a transfer moves non-partial layouts, got {src} -> {dst}")
     src_index = dict(zip(src.placement.rank_list, layout_boxes(shape, src), strict=True))
     dst_index = dict(zip(dst.placement.rank_list, layout_boxes(shape, dst), strict=True))
     sends: list[tuple[int, tuple[slice, ...]]] = []

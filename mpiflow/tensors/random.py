@@ -33,6 +33,7 @@ import numpy
 
 from .. import dtypes as _dtypes
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.sbp import Partial, SbpParallel
 from ..layouts.shards import check_shape, shard_slices
@@ -258,8 +259,8 @@ Fill = Callable[[Any, _Call, Any], Any]  # (xp, call, flat indices) -> 1-D value
 
 def _no_partial(sbp: Sequence[SbpParallel], what: str) -> None:
     if any(isinstance(s, Partial) for s in sbp):
-        raise ValueError(f"{what} cannot make a tensor with a partial sbp "
-                         f"({', '.join(map(str, sbp))}); use split or broadcast")
+        raise GlobalTensorError(f"{what} cannot make a tensor with a partial sbp "
+                                f"({', '.join(map(str, sbp))}); use split or broadcast")
 
 
 def _region(shape: tuple[int, ...], placement: Placement | None,

@@ -192,7 +192,8 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward (leaves always
-        keep theirs). Gradients of several backward passes add up, as for leaves.
+        keep theirs). Gradients of several backward passes add up, as for leaves. A global
+        tensor's retained gradient has the tensor's own placement and sbp, as in OneFlow.
 
         Examples:
             >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
@@ -211,7 +212,11 @@ class Tensor:
         def keep(grad: Tensor) -> None:
             t = ref()
             if t is not None:
-                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+                grad = grad.detach()
+                if t._placement is not None and (grad._placement != t._placement
+                                                 or grad._sbp != t._sbp):
+                    grad = grad.to_global(t._placement, t._sbp)  # the tensor's own layout
+                t.grad = grad.clone() if t.grad is None else t.grad + grad
 
         keep.retains_grad = True  # type: ignore[attr-defined]
         self.register_hook(keep)
@@ -654,22 +659,25 @@ class Tensor:
             """This rank's shard of a global tensor (empty on a rank outside the placement), sharing
             its memory."""
         # mpiflow.tensors.creation
-        def new_empty(self, *size: Any, dtype: Any = None,
+        def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                      placement: Any = None, sbp: Any = None,
                       requires_grad: builtins.bool = False) -> Tensor:
             """An unset tensor of shape ``size`` with ``t``'s dtype, device and layout
-            (``t.new_empty(size)``)."""
-        def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None,
+            (``t.new_empty(size)``); ``placement=``/``sbp=`` give another layout."""
+        def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                     placement: Any = None, sbp: Any = None,
                      requires_grad: builtins.bool = False) -> Tensor:
             """``fill_value`` everywhere, shape ``size``, ``t``'s dtype, device and layout
-            (``t.new_full(size, fill_value)``)."""
-        def new_ones(self, *size: Any, dtype: Any = None,
-                     requires_grad: builtins.bool = False) -> Tensor:
-            """Ones of shape ``size`` with ``t``'s dtype, device and layout
-            (``t.new_ones(size)``)."""
-        def new_zeros(self, *size: Any, dtype: Any = None,
+            (``t.new_full(size, fill_value)``); ``placement=``/``sbp=`` give another layout."""
+        def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, placement: Any = None,
+                     sbp: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+            """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``);
+            ``placement=``/``sbp=`` give another layout."""
+        def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                      placement: Any = None, sbp: Any = None,
                       requires_grad: builtins.bool = False) -> Tensor:
             """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
-            ``t.new_zeros(size)``)."""
+            ``t.new_zeros(size)``); ``placement=``/``sbp=`` give another layout, as OneFlow's."""
         # mpiflow.tensors.random
         def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *,
                     generator: Any = None) -> Tensor:
