@@ -25,7 +25,7 @@ from ..core.errors import GlobalTensorError
 from ..layouts.layout import Layout
 from ..layouts.placement import Placement
 from ..layouts.plan import plan_redistribution
-from ..layouts.sbp import Broadcast, balanced_sizes
+from ..layouts.sbp import Broadcast, Partial, Split, balanced_sizes
 from ..layouts.shards import Box, fill_op, local_shape, relative_slices, shard_bounds
 from ..layouts.steps import (
     AllGather,
@@ -38,7 +38,7 @@ from ..layouts.steps import (
     ToPartial,
     Transfer,
 )
-from .transfer import run_transfer
+from .transfer import run_split_to_partial, run_transfer
 
 __all__ = ["array_module", "line_communicator", "redistribute"]
 
@@ -241,6 +241,13 @@ def _run_step(step: Step, x: Any, shape: tuple[int, ...], before: Layout, xp: An
     return _COLLECTIVES[type(step)](step, x, ctx, comm, xp)
 
 
+def _split_to_partial_across(src: Layout, dst: Layout) -> bool:
+    """Whether ``src -> dst`` is S(d) -> P between two different 1-D placements."""
+    return (src.placement != dst.placement and src.placement.ndim == 1
+            and dst.placement.ndim == 1 and isinstance(src.sbp[0], Split)
+            and isinstance(dst.sbp[0], Partial))
+
+
 def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
     """Turn this rank's shard of a global tensor of layout ``src`` into its shard under ``dst``.
 
@@ -278,6 +285,9 @@ def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
     if src == dst:
         return local
     xp = array_module(local)
+    if _split_to_partial_across(src, dst):
+        fill = dst.sbp[0].op.identity(local.dtype)  # type: ignore[attr-defined]
+        return run_split_to_partial(local, shape, src, dst, fill, xp, world_comm)
     current = src
     for step in plan_redistribution(shape, local.dtype.itemsize, src, dst):
         local = _run_step(step, local, shape, current, xp)

@@ -156,3 +156,31 @@ def test_inconsistent_placements_move_to_the_highest_rank(monkeypatch: pytest.Mo
     monkeypatch.setenv(MOVE_ENV, "0")
     with pytest.raises(ValueError, match="same placement"):
         flow.mul(a, b)
+
+
+# -- S(d) -> P across placements: OneFlow's layout (test_eager_boxing.py's literals at 4 ranks) --
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("targets", [[0], [1], "upper", "even"], ids=str)
+def test_split_to_partial_across_placements_keeps_slabs_in_place(dim: int, targets) -> None:
+    if targets == "upper":
+        targets = list(range(1, SIZE))
+    elif targets == "even":
+        targets = list(range(0, SIZE, 2))
+    value = numpy.arange(1, 1 + (2 * SIZE + 1) * 3, dtype=numpy.float32).reshape(2 * SIZE + 1, 3)
+    value = value if dim == 0 else value.T.copy()
+    x = flow.tensor(value, placement=ALL, sbp=B).to_global(sbp=S(dim))
+    dst = flow.placement("cpu", targets)
+    y = x.to_global(dst, P)
+    assert y.placement == dst and y.sbp == (P,)
+    numpy.testing.assert_array_equal(y.numpy(), value)
+    if RANK in targets:
+        want = numpy.zeros_like(value)
+        sizes = [value.shape[dim] // SIZE + (r < value.shape[dim] % SIZE) for r in range(SIZE)]
+        for r in range(SIZE):  # rank r's slab: on r if it is a target, else on targets[r % n]
+            owner = r if r in targets else targets[r % len(targets)]
+            if owner == RANK:
+                where = [slice(None)] * 2
+                where[dim] = slice(sum(sizes[:r]), sum(sizes[:r + 1]))
+                want[tuple(where)] = value[tuple(where)]
+        numpy.testing.assert_array_equal(y.to_local().numpy(), want)
