@@ -8,6 +8,10 @@ shard, with no communication: a global ``randn`` on 4 ranks, split or broadcast,
 logical value as the local ``randn`` on 1 rank after the same seed and calls. Ranks differing
 only along broadcast mesh axes hold equal data.
 
+Local tensors of a generator never seeded differ between ranks, as in OneFlow (whose processes
+start from different seeds): the call's seed is mixed with the rank's number. After
+``manual_seed(s)`` on every rank they are equal. Global tensors are the same either way.
+
 The hash is two rounds of the SplitMix64 finalizer: ``mix(mix(i * golden + k1) ^ k2)``, where
 ``(k1, k2)`` are scalar keys mixed from the seed, the counter and a stream constant. Distinct
 streams give independent numbers within one call (the two uniforms of Box-Muller).
@@ -64,6 +68,7 @@ _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, SplitMix64's increment
 _M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # SplitMix64 finalizer multipliers
 _SEED_SALT, _COUNTER_SALT, _KEY2_SALT = 0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0
+_RANK_SALT = 0x452821E638D01377
 
 # One stream per independent quantity drawn in one call (odd, arbitrary digits of e).
 _UNIFORM = 0xB7E151628AED2A6B
@@ -172,11 +177,16 @@ class Generator:
         self.device = device
         self._seed = DEFAULT_SEED
         self._counter = 0
+        # Until seeded, local tensors differ between ranks (OneFlow's and PyTorch's programs
+        # seed each process apart); global tensors never do.
+        self._per_rank = True
 
     def manual_seed(self, seed: Any) -> Generator:
-        """Set the seed and reset the call counter; returns this generator."""
+        """Set the seed and reset the call counter; returns this generator. From then on,
+        local random tensors are the same on every rank that set the same seed."""
         self._seed = _seed_value(seed)
         self._counter = 0
+        self._per_rank = False
         return self
 
     def seed(self) -> int:
@@ -211,8 +221,13 @@ class Generator:
         self._seed, self._counter = _seed_value(seed), counter
         return self
 
-    def _advance(self) -> _Call:
-        call = _Call(self._seed, self._counter)
+    def _advance(self, local: bool = False) -> _Call:
+        """The next call's keys: for a ``local`` tensor of a generator never seeded, mixed
+        with this rank's number, so that the ranks draw different values."""
+        seed = self._seed
+        if local and self._per_rank:
+            seed = _mix_int(seed ^ _mix_int(topology.rank + _RANK_SALT))
+        call = _Call(seed, self._counter)
         self._counter += 1
         return call
 
@@ -283,7 +298,7 @@ def _generate(what: str, shape: tuple[int, ...], dtype: numpy.dtype, fill: Fill,
         raise RuntimeError(f"only floating point tensors can require gradients, not {dtype}")
     p, s = layout if layout is not None else (None, None)
     region = _region(shape, p, s, what)
-    call = (generator if generator is not None else default_generator)._advance()
+    call = (generator if generator is not None else default_generator)._advance(p is None)
     if trace.state.recorder is not None:
         trace.state.recorder.mark_unreplayable(f"{what} draws random numbers")
     if region is None:
@@ -514,7 +529,8 @@ def _fill_(t: Tensor, what: str, fill: Fill, generator: Generator | None) -> Ten
         raise TypeError(f"{what} needs a floating point tensor, not {t.dtype!r}")
     shape = tuple(t.shape)
     region = _region(shape, t._placement, t._sbp, what)
-    call = (generator if generator is not None else default_generator)._advance()
+    call = (generator if generator is not None else default_generator)._advance(
+        t._placement is None)
     if trace.state.recorder is not None:
         trace.state.recorder.mark_unreplayable(f"{what} draws random numbers")
     if region is not None:

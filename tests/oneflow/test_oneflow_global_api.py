@@ -184,3 +184,28 @@ def test_split_to_partial_across_placements_keeps_slabs_in_place(dim: int, targe
                 where[dim] = slice(sum(sizes[:r]), sum(sizes[:r + 1]))
                 want[tuple(where)] = value[tuple(where)]
         numpy.testing.assert_array_equal(y.to_local().numpy(), want)
+
+
+# -- random tensors: local ones differ between ranks until seeded, global ones never do ----------
+def _all_ranks(t: flow.Tensor) -> numpy.ndarray:
+    """Every rank's local ``t``, stacked (rank r's at index r)."""
+    return t.unsqueeze(0).to_global(ALL, S(0)).numpy()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_local_random_tensors_differ_between_ranks_until_seeded() -> None:
+    g = flow.Generator()
+    for draw in (lambda: flow.randn(6, generator=g), lambda: flow.rand(6, generator=g),
+                 lambda: flow.zeros(6).normal_(generator=g)):
+        every = _all_ranks(draw())
+        assert len({row.tobytes() for row in every}) == SIZE, every
+    # a global tensor drawn from the same unseeded generator is one logical value
+    x = flow.randn(4 * SIZE, 3, generator=g, placement=ALL, sbp=S(0))
+    assert numpy.array_equal(_all_ranks(x.to_global(sbp=B).to_local()),
+                             numpy.stack([x.numpy()] * SIZE))
+    g.manual_seed(7)
+    every = _all_ranks(flow.randn(6, generator=g))
+    assert all(numpy.array_equal(row, every[0]) for row in every)
+    g.manual_seed(7)   # and the local value is the global one of the same seed and call
+    numpy.testing.assert_array_equal(flow.randn(6, generator=g, placement=ALL, sbp=S(0)).numpy(),
+                                     every[0])
