@@ -209,3 +209,16 @@ def test_local_random_tensors_differ_between_ranks_until_seeded() -> None:
     g.manual_seed(7)   # and the local value is the global one of the same seed and call
     numpy.testing.assert_array_equal(flow.randn(6, generator=g, placement=ALL, sbp=S(0)).numpy(),
                                      every[0])
+
+
+# -- printing with OneFlow's precision (4 decimals, PyTorch's rules) -----------------------------
+def test_tensors_print_with_oneflow_precision() -> None:
+    assert repr(flow.tensor([1.123456789, 2.0])) == "tensor([1.1235, 2.0000])"
+    assert repr(flow.tensor([1.0, 2.0, -3.0])) == "tensor([ 1.,  2., -3.])"
+    assert repr(flow.tensor([[1e-5, 1.0], [3.0, 4.5]])) == (
+        "tensor([[1.0000e-05, 1.0000e+00],\n        [3.0000e+00, 4.5000e+00]])")
+    special = flow.tensor([0.5, float("nan"), float("inf")])
+    assert repr(special) == "tensor([0.5000,    nan,    inf])"
+    assert repr(flow.tensor([1, 2])) == "tensor([1, 2])"
+    g = flow.tensor([[0.25, 1.0]] * SIZE, placement=ALL, sbp=S(0))
+    assert repr(g).startswith("tensor(local shard [[0.2500, 1.0000]]")
