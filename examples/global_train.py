@@ -42,7 +42,8 @@ def build(mode: str, placement: flow.placement) -> nn.Module:
     if mode == "data":
         return model.to_global(placement, b)
     layouts = {"0.weight": split0, "0.bias": split0, "2.weight": split1, "2.bias": b}
-    return model.to_global(placement, lambda name, tensor: layouts[name])
+    # every rank built the same model: make it B, then split the whole value
+    return model.to_global(placement, b).to_global(sbp=lambda name, tensor: layouts[name])
 
 
 def train(mode: str, epochs: int, batch: int, seed: int) -> tuple[float, float]:

@@ -43,6 +43,7 @@ from .core.deterministic import (  # noqa: E402
     use_deterministic_algorithms,
 )
 from .core.device import device  # noqa: E402
+from .core.errors import GlobalTensorError  # noqa: E402
 from .dtypes import (  # noqa: E402
     DType,
     bool,
@@ -81,7 +82,8 @@ _register_buffer_type(Tensor, lambda t: t._data)
 dtype = DType
 
 __all__ = [
-    "CollectiveMismatchError", "DType", "ReduceOp", "Size", "Tensor", "__version__", "autograd",
+    "CollectiveMismatchError", "DType", "GlobalTensorError", "ReduceOp", "Size", "Tensor",
+    "__version__", "autograd",
     "are_deterministic_algorithms_enabled", "deterministic", "use_deterministic_algorithms",
     "bool", "comm",
     "complex64", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",

@@ -10,6 +10,10 @@ the options, at more than one rank a test runs only if it is marked ``mpi`` and 
 ``single_process`` (which marks the few tests of ``mpi`` modules that start their own mpiexec
 jobs). Every rank of a job runs the same tests; only rank 0 reports to the terminal; a failure
 on any other rank is written to stderr, tagged with its rank, so nothing is hidden.
+
+Every test starts from ``flow.manual_seed(0)``: unseeded, local random tensors (a module's
+initial weights too) differ between ranks, as in OneFlow, and the tests, like OneFlow's
+programs, count on ranks that build the same model alike.
 """
 
 from __future__ import annotations
@@ -18,10 +22,15 @@ import sys
 
 import pytest
 
-import mpiflow  # noqa: F401 - initializes MPI and installs the abort handler
+import mpiflow  # initializes MPI and installs the abort handler
 from mpiflow.communication.mpi.group import world_comm
 
 RANK, SIZE = world_comm.rank, world_comm.size
+
+
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    mpiflow.manual_seed(0)
 
 
 @pytest.hookimpl(trylast=True)

@@ -21,10 +21,11 @@ from ..communication import Communicator
 from ..communication.collectives import deterministic
 from ..communication.mpi.group import world_comm
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.layout import Layout
 from ..layouts.placement import Placement
 from ..layouts.plan import plan_redistribution
-from ..layouts.sbp import Broadcast, balanced_sizes
+from ..layouts.sbp import Broadcast, Partial, Split, balanced_sizes
 from ..layouts.shards import Box, fill_op, local_shape, relative_slices, shard_bounds
 from ..layouts.steps import (
     AllGather,
@@ -37,7 +38,7 @@ from ..layouts.steps import (
     ToPartial,
     Transfer,
 )
-from .transfer import run_transfer
+from .transfer import run_split_to_partial, run_transfer
 
 __all__ = ["array_module", "line_communicator", "redistribute"]
 
@@ -240,6 +241,13 @@ def _run_step(step: Step, x: Any, shape: tuple[int, ...], before: Layout, xp: An
     return _COLLECTIVES[type(step)](step, x, ctx, comm, xp)
 
 
+def _split_to_partial_across(src: Layout, dst: Layout) -> bool:
+    """Whether ``src -> dst`` is S(d) -> P between two different 1-D placements."""
+    return (src.placement != dst.placement and src.placement.ndim == 1
+            and dst.placement.ndim == 1 and isinstance(src.sbp[0], Split)
+            and isinstance(dst.sbp[0], Partial))
+
+
 def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
     """Turn this rank's shard of a global tensor of layout ``src`` into its shard under ``dst``.
 
@@ -271,11 +279,15 @@ def redistribute(local: Any, shape: Any, src: Layout, dst: Layout) -> Any:
     shape = tuple(int(n) for n in shape)
     expected = _expected_shape(shape, src.placement, src.sbp, world_comm.rank)
     if tuple(local.shape) != expected:
-        raise ValueError(f"rank {world_comm.rank}'s shard of a tensor of shape {shape} laid out "
-                         f"as {src} must have shape {expected}, got {tuple(local.shape)}")
+        raise GlobalTensorError(
+            f"rank {world_comm.rank}'s shard of a tensor of shape {shape} laid out "
+            f"as {src} must have shape {expected}, got {tuple(local.shape)}")
     if src == dst:
         return local
     xp = array_module(local)
+    if _split_to_partial_across(src, dst):
+        fill = dst.sbp[0].op.identity(local.dtype)  # type: ignore[attr-defined]
+        return run_split_to_partial(local, shape, src, dst, fill, xp, world_comm)
     current = src
     for step in plan_redistribution(shape, local.dtype.itemsize, src, dst):
         local = _run_step(step, local, shape, current, xp)

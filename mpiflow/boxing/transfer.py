@@ -7,6 +7,10 @@ them: the destination itself when it holds it, else holder ``destination % holde
 spreads the load. One ``all_to_all_v`` over the world moves every piece; ranks outside both
 placements call it with zero counts. Where no rank needs a byte from another (the planner
 knows that from the layouts alone), nobody calls it.
+
+S(d) -> P between two 1-D placements is OneFlow's own layout, not a transfer to the target's
+split: each source rank's slab, in place in a full-shape tensor, goes to one target rank
+(:func:`run_split_to_partial`).
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..communication import Communicator
+from ..core.errors import GlobalTensorError
 from ..layouts.layout import Layout
 from ..layouts.plan import transfer_cost
 from ..layouts.shards import Box, intersect, layout_boxes, relative_slices, volume
 
-__all__ = ["TransferSchedule", "run_transfer", "transfer_schedule"]
+__all__ = ["SlabSchedule", "TransferSchedule", "run_split_to_partial", "run_transfer",
+           "slab_owner", "slab_schedule", "transfer_schedule"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ def transfer_schedule(shape: tuple[int, ...], src: Layout, dst: Layout,
         The rank's :class:`TransferSchedule`.
     """
     if src.is_partial or dst.is_partial:
-        raise ValueError(f"a transfer moves non-partial layouts, got {src} -> {dst}")
+        raise GlobalTensorError(f"a transfer moves non-partial layouts, got {src} -> {dst}")
     src_index = dict(zip(src.placement.rank_list, layout_boxes(shape, src), strict=True))
     dst_index = dict(zip(dst.placement.rank_list, layout_boxes(shape, dst), strict=True))
     sends: list[tuple[int, tuple[slice, ...]]] = []
@@ -131,6 +137,102 @@ def run_transfer(local: Any, shape: tuple[int, ...], src: Layout, dst: Layout, x
     recv = xp.empty(sum(recv_counts), dtype=local.dtype)
     if transfer_cost(shape, 1, src, dst)[0]:  # every rank knows when no rank needs a byte
         world.all_to_all_v(send, send_counts, recv, recv_counts)
+    offset = 0
+    for other, index, piece in plan.receives:
+        count = recv_counts[other]
+        out[index] = recv[offset:offset + count].reshape(piece)
+        offset += count
+    return out
+
+
+@dataclass(frozen=True)
+class SlabSchedule:
+    """What one rank does in :func:`run_split_to_partial` (pure, from the layouts alone).
+
+    Attributes:
+        send_to: the world rank this rank's slab goes to, or None (kept, empty, or none).
+        keep: where this rank's own slab lies in its target, or None.
+        receives: ``(world rank, index into the target, slab shape)``, by rank.
+        member: whether this rank is in the target placement (holds a full-shape shard).
+        moves: whether any rank sends anything (else no exchange is made).
+    """
+
+    send_to: int | None
+    keep: tuple[slice, ...] | None
+    receives: tuple[tuple[int, tuple[slice, ...], tuple[int, ...]], ...]
+    member: bool
+    moves: bool
+
+
+def slab_owner(src: Layout, dst: Layout, rank: int) -> int:
+    """The rank of ``dst``'s (1-D) placement that takes the slab of ``src``'s ``rank``:
+    itself when it is in both placements, else the one at its position modulo their count
+    (OneFlow's S -> P across placements)."""
+    targets = dst.placement.rank_list
+    if rank in targets:
+        return rank
+    return targets[src.placement.rank_list.index(rank) % len(targets)]
+
+
+@functools.lru_cache(maxsize=1024)
+def slab_schedule(shape: tuple[int, ...], src: Layout, dst: Layout, rank: int) -> SlabSchedule:
+    """World ``rank``'s part of S(d) on one placement -> P on another (both 1-D).
+
+    Args:
+        shape: the logical shape.
+        src: a 1-D split layout.
+        dst: a 1-D partial layout on another placement.
+        rank: a world rank.
+
+    Returns:
+        The rank's :class:`SlabSchedule`.
+    """
+    full = tuple((0, n) for n in shape)
+    boxes = dict(zip(src.placement.rank_list, layout_boxes(shape, src), strict=True))
+    owners = {r: slab_owner(src, dst, r) for r, box in boxes.items() if volume(box)}
+    send_to = owners.get(rank)
+    keep = relative_slices(boxes[rank], full) if send_to == rank else None
+    receives = tuple((r, relative_slices(boxes[r], full), tuple(b - a for a, b in boxes[r]))
+                     for r, owner in sorted(owners.items()) if owner == rank and r != rank)
+    moves = any(owner != r for r, owner in owners.items())
+    return SlabSchedule(None if send_to == rank else send_to, keep, receives,
+                        rank in dst.placement.rank_list, moves)
+
+
+def run_split_to_partial(local: Any, shape: tuple[int, ...], src: Layout, dst: Layout,
+                         fill: Any, xp: Any, world: Communicator) -> Any:
+    """S(d) on one 1-D placement to P on another, as OneFlow lays it out: every source
+    rank's slab goes, in place in a full-shape tensor of ``fill`` (the reduction's
+    identity), to one target rank (:func:`slab_owner`); every world rank must call it.
+
+    Args:
+        local: this rank's shard under ``src`` (``(0,)`` outside its placement).
+        shape: the logical shape.
+        src: a 1-D split layout.
+        dst: a 1-D partial layout on another placement.
+        fill: the value of the places no slab covers.
+        xp: the array module of ``local``.
+        world: the world communicator.
+
+    Returns:
+        This rank's shard under ``dst`` (``(0,)`` outside its placement).
+    """
+    plan = slab_schedule(shape, src, dst, world.rank)
+    out = xp.full(shape if plan.member else (0,), fill, dtype=local.dtype)
+    if plan.keep is not None:
+        out[plan.keep] = local
+    if not plan.moves:
+        return out
+    send_counts = [0] * world.size
+    recv_counts = [0] * world.size
+    if plan.send_to is not None:
+        send_counts[plan.send_to] = int(local.size)
+    for other, _, piece in plan.receives:
+        recv_counts[other] = volume(tuple((0, n) for n in piece))
+    send = xp.ascontiguousarray(local).reshape(-1) if plan.send_to is not None else \
+        xp.empty(0, dtype=local.dtype)
+    recv = xp.empty(sum(recv_counts), dtype=local.dtype)
+    world.all_to_all_v(send, send_counts, recv, recv_counts)
     offset = 0
     for other, index, piece in plan.receives:
         count = recv_counts[other]

@@ -6,6 +6,7 @@
 - :mod:`.torch_arrays`: torch tensors as numpy/CuPy arrays (torch is never imported here).
 - :mod:`.steps`: the write-back steps that finish an operation.
 - :mod:`.message_size`: the error for a message whose size ranks disagree on.
+- :mod:`.errors`: a bad global-tensor argument's error (a ``RuntimeError`` and a ``ValueError``).
 - :mod:`.extras`: the optional extras and the install hint an error message gives.
 - :mod:`.all_reduce_form`: which form of ``MPI_Allreduce`` (in place or out of place) each MPI
   library runs faster, from which size.

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import GlobalTensorError
+
 __all__ = ["device"]
 
 _TYPES = ("cpu", "cuda")
@@ -41,8 +43,8 @@ class device:
         text = str(type)
         kind, _, number = text.partition(":")
         if kind not in _TYPES:
-            raise ValueError(f"Expected one of {', '.join(_TYPES)} device type at start of "
-                             f"device string: {text}")
+            raise GlobalTensorError(f"Expected one of {', '.join(_TYPES)} device type at start "
+                                    f"of device string: {text}")
         if number:
             if index is not None or not number.isdigit():
                 raise ValueError(f"invalid device string {text!r}")

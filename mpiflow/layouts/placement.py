@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy
 
+from ..core.errors import GlobalTensorError
+
 __all__ = ["DEVICE_TYPES", "Placement", "placement", "set_world_size", "world_size"]
 
 DEVICE_TYPES = ("cpu", "cuda")
@@ -62,26 +64,28 @@ class Placement:
 
     def __init__(self, type: str, ranks: Any) -> None:
         if type not in DEVICE_TYPES:
-            raise ValueError(f"placement type must be one of {DEVICE_TYPES}, got {type!r}")
+            raise GlobalTensorError(f"placement type must be one of {DEVICE_TYPES}, got {type!r}")
         try:
             raw = numpy.array(ranks)
         except (TypeError, ValueError):
             raw = numpy.array([object()])  # ragged nesting: reported below
         if raw.dtype.kind not in "iu" and raw.size:
-            raise ValueError(f"placement ranks must be integers, in a list or nested lists of the "
-                             f"same length, got {ranks!r}")
+            raise GlobalTensorError(
+                f"placement ranks must be integers, in a list or nested lists of the "
+                f"same length, got {ranks!r}")
         array = raw.astype(numpy.int64)
         if array.ndim == 0:
             array = array.reshape(1)
         if array.size == 0:
-            raise ValueError("a placement needs at least one rank")
+            raise GlobalTensorError("a placement needs at least one rank")
         flat = numpy.sort(array, axis=None)
         if len(numpy.unique(flat)) != flat.size:
-            raise ValueError(f"placement ranks repeat: {array.tolist()}")
+            raise GlobalTensorError(f"placement ranks repeat: {array.tolist()}")
         size = world_size()
         if flat[0] < 0 or flat[-1] >= size:
-            raise ValueError(f"placement ranks {array.tolist()} are not all ranks of the world "
-                             f"(0..{size - 1})")
+            raise GlobalTensorError(
+                f"placement ranks {array.tolist()} are not all ranks of the world "
+                f"(0..{size - 1})")
         canonical = flat.reshape(array.shape)
         canonical.flags.writeable = False
         self.type = type

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import GlobalTensorError
 from ..core.reduce_op import ReduceOp
 
 __all__ = [
@@ -70,7 +71,7 @@ class Split(SbpParallel):
 
     def __post_init__(self) -> None:
         if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 0:
-            raise ValueError(f"split dim must be a non-negative int, got {self.dim!r}")
+            raise GlobalTensorError(f"split dim must be a non-negative int, got {self.dim!r}")
 
     def __repr__(self) -> str:
         return f"mpiflow.sbp.split(dim={self.dim})"
@@ -101,7 +102,7 @@ class Partial(SbpParallel):
 
     def __post_init__(self) -> None:
         if self.op not in _PARTIAL_OPS:
-            raise ValueError(f"partial layouts reduce with SUM, MAX or MIN, got {self.op!r}")
+            raise GlobalTensorError(f"partial layouts reduce with SUM, MAX or MIN, got {self.op!r}")
 
     def __repr__(self) -> str:
         return f"mpiflow.sbp.partial_{self.op.name.lower()}"
@@ -143,8 +144,9 @@ def normalize_sbp(value: Any, mesh_ndim: int) -> tuple[SbpParallel, ...]:
         if not isinstance(item, SbpParallel):
             raise TypeError(f"sbp entries must be mpiflow.sbp layouts, got {item!r}")
     if len(items) != mesh_ndim:
-        raise ValueError(f"the placement has {mesh_ndim} mesh dimension(s) but {len(items)} sbp "
-                         f"entries were given: {'(' + ', '.join(map(str, items)) + ')'}")
+        raise GlobalTensorError(
+            f"the placement has {mesh_ndim} mesh dimension(s) but {len(items)} sbp "
+            f"entries were given: {'(' + ', '.join(map(str, items)) + ')'}")
     return items
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy
 
+from ..core.errors import GlobalTensorError
 from ..core.reduce_op import ReduceOp
 from .layout import Layout, format_sbp
 from .placement import Placement
@@ -57,8 +58,9 @@ def check_shape(shape: tuple[int, ...], sbp: Sequence[SbpParallel]) -> None:
         raise ValueError(f"a logical shape has non-negative sizes, got {shape}")
     for s in sbp:
         if isinstance(s, Split) and s.dim >= len(shape):
-            raise ValueError(f"sbp {format_sbp(tuple(sbp))} splits dim {s.dim}, but the tensor "
-                             f"of shape {shape} has {len(shape)} dim(s)")
+            raise GlobalTensorError(
+                f"sbp {format_sbp(tuple(sbp))} splits dim {s.dim}, but the tensor "
+                f"of shape {shape} has {len(shape)} dim(s)")
 
 
 def shard_bounds(shape: Sequence[int], mesh_shape: Sequence[int], sbp: Sequence[SbpParallel],
@@ -80,8 +82,8 @@ def shard_bounds(shape: Sequence[int], mesh_shape: Sequence[int], sbp: Sequence[
         ((3, 5),)
     """
     if not len(sbp) == len(mesh_shape) == len(coords):
-        raise ValueError(f"sbp {format_sbp(tuple(sbp))}, mesh shape {tuple(mesh_shape)} and "
-                         f"coordinates {tuple(coords)} must have one entry per mesh axis")
+        raise GlobalTensorError(f"sbp {format_sbp(tuple(sbp))}, mesh shape {tuple(mesh_shape)} and "
+                                f"coordinates {tuple(coords)} must have one entry per mesh axis")
     bounds = [(0, int(n)) for n in shape]
     for axis, s in enumerate(sbp):
         if isinstance(s, Split):

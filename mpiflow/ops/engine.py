@@ -17,6 +17,7 @@ kernel (about 2 us over numpy's own call for a small elementwise op).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -25,6 +26,7 @@ from typing import Any
 import numpy
 
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.plan import Layout, conversion_cost
 from ..layouts.sbp import Broadcast, SbpParallel
@@ -35,7 +37,7 @@ from ..tensors.tape import record
 from ..tensors.tensor import Size, Tensor
 from .registry import register
 
-__all__ = ["B", "Context", "OpDef", "Signature", "apply", "result_dtype"]
+__all__ = ["MOVE_ENV", "B", "Context", "OpDef", "Signature", "apply", "result_dtype"]
 
 B = Broadcast()
 Signature = tuple[tuple[SbpParallel, ...], SbpParallel]
@@ -126,15 +128,36 @@ def result_dtype(tensor_dtypes: Sequence[numpy.dtype], scalars: Sequence[Any] = 
     return dt
 
 
-def _check_same_placement(tensors: Sequence[Tensor], name: str) -> Placement | None:
-    placements = {t._placement for t in tensors}
-    if len(placements) == 1:
-        return placements.pop()
+MOVE_ENV = "ONEFLOW_ENABLE_GLOBAL_INPUTS_WITH_INCONSISTENT_PLACEMENT"
+
+
+def _move_enabled() -> bool:
+    """Whether :data:`MOVE_ENV` is set to a true value (read at each call, as OneFlow does)."""
+    return os.environ.get(MOVE_ENV, "").strip().lower() in ("1", "true", "yes", "on", "y")
+
+
+def _same_placement(operands: Sequence[Any], tensors: Sequence[Tensor], name: str
+                    ) -> list[Any]:
+    """The operands of a call whose global tensors are on different placements, all moved to
+    one, as OneFlow does when :data:`MOVE_ENV` is set: to the placement holding the highest
+    rank (of those, the last operand's), each tensor keeping its sbp. Otherwise an error."""
+    placements = [t._placement for t in tensors]
     if None in placements:
-        raise RuntimeError(f"{name}: Expected all tensors to be global (or all local); mix "
-                           "them with to_global() first")
-    raise RuntimeError(f"{name}: Expected all tensors to be on the same placement, got "
-                       + ", ".join(repr(p) for p in placements))
+        raise GlobalTensorError(f"{name}: Expected all tensors to be global (or all local); mix "
+                                "them with to_global() first")
+    if not _move_enabled():
+        distinct = list(dict.fromkeys(placements))
+        raise GlobalTensorError(
+            f"{name}: Expected all tensors to be on the same placement, got "
+            + ", ".join(repr(p) for p in distinct)
+            + f" (move them with to_global(), or set {MOVE_ENV}=1 to move them to one)")
+    target = placements[0]
+    for p in placements:
+        assert p is not None
+        if int(p.ranks.max()) >= int(target.ranks.max()):  # type: ignore[union-attr]
+            target = p
+    return [v.to_global(placement=target) if isinstance(v, Tensor) and v._placement != target
+            else v for v in operands]
 
 
 def _choose(op: OpDef, shapes: Sequence[Shape], sbps: Sequence[tuple[SbpParallel, ...]],
@@ -239,8 +262,6 @@ def _meta(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
     else:
         out_dtype = result_dtype([t._data.dtype for t in tensors],
                                  [v for v in operands if not isinstance(v, Tensor)])
-    if tensors:
-        _check_same_placement(tensors, op.name)
     shapes = [tuple(v._shape) if isinstance(v, Tensor) else () for v in operands]
     return Size(op.shape(*shapes, **attrs)), out_dtype
 
@@ -286,7 +307,7 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
         placement = first._placement
         for t in tensors:
             if t._placement is not placement and t._placement != placement:
-                _check_same_placement(tensors, op.name)
+                return apply(op, *_same_placement(operands, tensors, op.name), **attrs)
         data = first._data
         xp = numpy if type(data) is numpy.ndarray else array_module(data)
     else:

@@ -58,6 +58,16 @@ _ADD, _SUB = BINARY["add"], BINARY["sub"]
 plain_add, plain_sub = _bin("add"), _bin("sub")  # the operators + and -: no alpha to check
 
 
+def _scaled(other: Any, alpha: Any) -> Any:
+    """``alpha * other``: a number stays a number (so a global ``input`` takes it as a constant,
+    as OneFlow's ``add`` does), a tensor is multiplied in its own layout."""
+    if alpha == 1:
+        return other
+    if not isinstance(other, Tensor):
+        return other * alpha
+    return apply(BINARY["mul"], other, alpha)
+
+
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``, elementwise, broadcasting (tensors or numbers).
 
@@ -65,16 +75,12 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         >>> flow.add(flow.tensor([1.0, 2.0]), flow.tensor([1.0, 1.0]), alpha=3)
         tensor([4., 5.])
     """
-    if alpha != 1:
-        other = apply(BINARY["mul"], other, alpha)
-    return apply(_ADD, input, other)
+    return apply(_ADD, input, _scaled(other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``, elementwise, broadcasting (tensors or numbers)."""
-    if alpha != 1:
-        other = apply(BINARY["mul"], other, alpha)
-    return apply(_SUB, input, other)
+    return apply(_SUB, input, _scaled(other, alpha))
 
 
 true_divide = div

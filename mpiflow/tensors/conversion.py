@@ -17,6 +17,7 @@ from ..boxing.execute import redistribute
 from ..communication.collectives.objects import all_gather_object
 from ..communication.debug import mode as debug_mode
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.plan import Layout
 from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split, normalize_sbp
@@ -101,12 +102,13 @@ def infer_global_shape(placement: Placement, sbp: tuple[SbpParallel, ...],
     ndim = len(first)
     bad_ndim = [r for r in sources if len(shapes[r]) != ndim]
     if bad_ndim:
-        raise ValueError("to_global: local tensors must have the same number of dimensions; "
-                         + ", ".join(f"rank {r} has shape {shapes[r]}" for r in sources))
+        raise GlobalTensorError("to_global: local tensors must have the same number of dimensions; "
+                                + ", ".join(f"rank {r} has shape {shapes[r]}" for r in sources))
     for s in sbp:
         if isinstance(s, Split) and s.dim >= ndim:
-            raise ValueError(f"to_global: {s} needs tensors with more than {s.dim} dimensions, "
-                             f"got shape {first}")
+            raise GlobalTensorError(
+                f"to_global: {s} needs tensors with more than {s.dim} dimensions, "
+                f"got shape {first}")
     logical = []
     for d in range(ndim):
         axes = [a for a, s in enumerate(sbp) if isinstance(s, Split) and s.dim == d]
@@ -122,10 +124,11 @@ def infer_global_shape(placement: Placement, sbp: tuple[SbpParallel, ...],
     if wrong:
         detail = ", ".join(f"rank {r}: {shapes[r]} (expected "
                            f"{local_shape(logical_shape, placement, sbp, r)})" for r in wrong)
-        raise ValueError(f"to_global: the local shapes do not form a {describe_sbp(sbp)} layout "
-                         f"of a tensor of shape {logical_shape} by the balanced rule (the first "
-                         f"n % k ranks hold one more row). {_oneflow_words(shapes, wrong, sbp)}"
-                         f"; offending {detail}")
+        raise GlobalTensorError(
+            f"to_global: the local shapes do not form a {describe_sbp(sbp)} layout "
+            f"of a tensor of shape {logical_shape} by the balanced rule (the first "
+            f"n % k ranks hold one more row). {_oneflow_words(shapes, wrong, sbp)}"
+            f"; offending {detail}")
     return logical_shape
 
 
@@ -165,9 +168,9 @@ def _agreed_meta(data: Any, placement: Placement, sbp: tuple[SbpParallel, ...]
         all_gather_object(metas, (tuple(data.shape), data.dtype.str))
         dtypes = {metas[r][1] for r in members}
         if len(dtypes) > 1:
-            raise ValueError("to_global: local tensors differ in dtype: "
-                             + ", ".join(f"rank {r}: {numpy.dtype(metas[r][1])}"
-                                         for r in members))
+            raise GlobalTensorError("to_global: local tensors differ in dtype: "
+                                    + ", ".join(f"rank {r}: {numpy.dtype(metas[r][1])}"
+                                                for r in members))
         shapes = [m[0] for m in metas]
         dtype = numpy.dtype(dtypes.pop())
     shape = infer_global_shape(placement, sbp, {r: tuple(shapes[r] or ()) for r in members})
@@ -184,14 +187,15 @@ def _local_to_global(t: Tensor, placement: Placement, sbp: tuple[SbpParallel, ..
         expected = local_shape(shape, placement, sbp, rank) if rank in placement else None
         if expected is not None and _source_ranks(placement, sbp).count(rank) and \
                 tuple(data.shape) != expected:
-            raise ValueError(f"to_global: rank {rank} holds shape {tuple(data.shape)} but its "
-                             f"shard of {shape} under {describe_sbp(sbp)} is {expected}")
+            raise GlobalTensorError(
+                f"to_global: rank {rank} holds shape {tuple(data.shape)} but its "
+                f"shard of {shape} under {describe_sbp(sbp)} is {expected}")
         dtype = data.dtype
     elif check_meta:
         shape, dtype = _agreed_meta(data, placement, sbp)
         if known_shape is not None and tuple(known_shape) != shape:
-            raise ValueError(f"to_global: the local shards form shape {shape}, not the "
-                             f"given shape {tuple(known_shape)}")
+            raise GlobalTensorError(f"to_global: the local shards form shape {shape}, not the "
+                                    f"given shape {tuple(known_shape)}")
     else:
         grow = [1] * data.ndim
         for a, s in enumerate(sbp):
@@ -245,7 +249,7 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
         raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
     if t._placement is None:
         if placement is None or sbp is None:
-            raise ValueError("to_global on a local tensor needs both a placement and an sbp")
+            raise GlobalTensorError("to_global on a local tensor needs both a placement and an sbp")
         layout = normalize_sbp(sbp, placement.ndim)
         known = None if shape is None else tuple(int(n) for n in shape)
         result = _local_to_global(t, placement, layout, check_meta, known)
@@ -259,8 +263,9 @@ def to_global(t: Tensor, placement: Placement | None = None, sbp: Any = None, *,
     target_placement = t.placement if placement is None else placement
     if sbp is None:
         if target_placement.ndim != len(t.sbp):
-            raise ValueError(f"the new placement has {target_placement.ndim} mesh dimension(s); "
-                             "give an sbp for each")
+            raise GlobalTensorError(
+                f"the new placement has {target_placement.ndim} mesh dimension(s); "
+                "give an sbp for each")
         target_sbp = t.sbp
     else:
         target_sbp = normalize_sbp(sbp, target_placement.ndim)
@@ -332,8 +337,8 @@ def check_meta_consistency(t: Tensor) -> None:
     if any(s != shapes[0] for s in shapes) or (codes != codes[0]).any():
         every: list[Any] = [None] * topology.size
         all_gather_object(every, (tuple(t.shape), str(t.dtype)))
-        raise ValueError("check_meta_consistency: the ranks see different shapes or dtypes: "
-                         + ", ".join(f"rank {r}: {m}" for r, m in enumerate(every)))
+        raise GlobalTensorError("check_meta_consistency: the ranks see different shapes or dtypes: "
+                                + ", ".join(f"rank {r}: {m}" for r, m in enumerate(every)))
 
 
 def is_partial(sbp: Sequence[SbpParallel]) -> bool:

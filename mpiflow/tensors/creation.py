@@ -16,6 +16,7 @@ import numpy
 from .. import dtypes as _dtypes
 from ..boxing.execute import redistribute
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.plan import Layout
 from ..layouts.sbp import Broadcast, Partial, SbpParallel, normalize_sbp
@@ -45,12 +46,12 @@ def layout_of(placement: Placement | None, sbp: Any
             ) -> tuple[Placement, tuple[SbpParallel, ...]] | None:
     if placement is None:
         if sbp is not None:
-            raise ValueError("sbp was given without a placement")
+            raise GlobalTensorError("sbp was given without a placement")
         return None
     if not isinstance(placement, Placement):
         raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
     if sbp is None:
-        raise ValueError("a global tensor needs an sbp as well as a placement")
+        raise GlobalTensorError("a global tensor needs an sbp as well as a placement")
     return placement, normalize_sbp(sbp, placement.ndim)
 
 
@@ -64,7 +65,7 @@ def check_device(placement: Placement | None, device: Any) -> ModuleType:
 
         return cuda.require()
     if kind != "cpu":
-        raise ValueError(f"unknown device {kind!r}: mpiflow has 'cpu' and 'cuda'")
+        raise GlobalTensorError(f"unknown device {kind!r}: mpiflow has 'cpu' and 'cuda'")
     return numpy
 
 
@@ -284,43 +285,65 @@ def full_like(t: Tensor, fill_value: Any, dtype: Any = None, placement: Any = No
 
 
 def _new(t: Tensor, size: Sequence[Any], dtype: Any, requires_grad: bool,
-         fn: Callable[..., Tensor], *fill: Any) -> Tensor:
-    """A new tensor of ``size`` with ``t``'s dtype and, if global, its placement and sbp."""
+         fn: Callable[..., Tensor], *fill: Any, device: Any = None, placement: Any = None,
+         sbp: Any = None) -> Tensor:
+    """A new tensor of ``size`` with ``t``'s dtype and, if global, its placement and sbp;
+    ``placement=`` and ``sbp=`` (as OneFlow's) replace those (one missing is ``t``'s), and make
+    a global tensor of a local ``t`` (which then needs both)."""
     layout: dict[str, Any] = {}
-    if t._placement is not None:
-        layout = {"placement": t._placement, "sbp": t._sbp}
+    if placement is not None or sbp is not None or t._placement is not None:
+        where = t._placement if placement is None else placement
+        if where is None:
+            raise GlobalTensorError("sbp was given without a placement, for a local tensor")
+        how = t._sbp if sbp is None else sbp
+        if how is None:
+            raise GlobalTensorError("a global tensor needs an sbp as well as a placement")
+        layout = {"placement": where, "sbp": how}
+    elif device is None:
+        device = t.device
     return fn(size_of(size), *fill, dtype=t.dtype if dtype is None else dtype,
-              requires_grad=requires_grad, device=None if layout else t.device, **layout)
+              requires_grad=requires_grad, device=None if layout else device, **layout)
 
 
-def new_zeros(t: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def new_zeros(t: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              placement: Any = None, sbp: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
-    ``t.new_zeros(size)``).
+    ``t.new_zeros(size)``); ``placement=``/``sbp=`` give another layout, as OneFlow's.
 
     Examples:
         >>> flow.tensor([1, 2]).new_zeros((2, 2))
         tensor([[0, 0],
                 [0, 0]])
+        >>> p = flow.placement("cpu", ranks=[0])
+        >>> flow.tensor([1, 2]).new_zeros(3, placement=p, sbp=flow.sbp.broadcast).sbp
+        (mpiflow.sbp.broadcast,)
     """
-    return _new(t, size, dtype, requires_grad, zeros)
+    return _new(t, size, dtype, requires_grad, zeros, device=device, placement=placement,
+                sbp=sbp)
 
 
-def new_ones(t: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``)."""
-    return _new(t, size, dtype, requires_grad, ones)
+def new_ones(t: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+             placement: Any = None, sbp: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``);
+    ``placement=``/``sbp=`` give another layout."""
+    return _new(t, size, dtype, requires_grad, ones, device=device, placement=placement,
+                sbp=sbp)
 
 
-def new_empty(t: Tensor, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def new_empty(t: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+              placement: Any = None, sbp: Any = None, requires_grad: bool = False) -> Tensor:
     """An unset tensor of shape ``size`` with ``t``'s dtype, device and layout
-    (``t.new_empty(size)``)."""
-    return _new(t, size, dtype, requires_grad, empty)
+    (``t.new_empty(size)``); ``placement=``/``sbp=`` give another layout."""
+    return _new(t, size, dtype, requires_grad, empty, device=device, placement=placement,
+                sbp=sbp)
 
 
-def new_full(t: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def new_full(t: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+             placement: Any = None, sbp: Any = None, requires_grad: bool = False) -> Tensor:
     """``fill_value`` everywhere, shape ``size``, ``t``'s dtype, device and layout
-    (``t.new_full(size, fill_value)``)."""
-    return _new(t, (size,), dtype, requires_grad, full, fill_value)
+    (``t.new_full(size, fill_value)``); ``placement=``/``sbp=`` give another layout."""
+    return _new(t, (size,), dtype, requires_grad, full, fill_value, device=device,
+                placement=placement, sbp=sbp)
 
 
 bind({"new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full})

@@ -377,20 +377,23 @@ class BoundMethods:
         memory."""
 
     # mpiflow.tensors.creation
-    def new_empty(self, *size: Any, dtype: Any = None,
-                  requires_grad: builtins.bool = False) -> Self:
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None, placement: Any = None,
+                  sbp: Any = None, requires_grad: builtins.bool = False) -> Self:
         """An unset tensor of shape ``size`` with ``t``'s dtype, device and layout
-        (``t.new_empty(size)``)."""
-    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None,
+        (``t.new_empty(size)``); ``placement=``/``sbp=`` give another layout."""
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                 placement: Any = None, sbp: Any = None,
                  requires_grad: builtins.bool = False) -> Self:
         """``fill_value`` everywhere, shape ``size``, ``t``'s dtype, device and layout
-        (``t.new_full(size, fill_value)``)."""
-    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> Self:
-        """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``)."""
-    def new_zeros(self, *size: Any, dtype: Any = None,
-                  requires_grad: builtins.bool = False) -> Self:
+        (``t.new_full(size, fill_value)``); ``placement=``/``sbp=`` give another layout."""
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, placement: Any = None,
+                 sbp: Any = None, requires_grad: builtins.bool = False) -> Self:
+        """Ones of shape ``size`` with ``t``'s dtype, device and layout (``t.new_ones(size)``);
+        ``placement=``/``sbp=`` give another layout."""
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None, placement: Any = None,
+                  sbp: Any = None, requires_grad: builtins.bool = False) -> Self:
         """Zeros of shape ``size`` with ``t``'s dtype, device and layout (the method
-        ``t.new_zeros(size)``)."""
+        ``t.new_zeros(size)``); ``placement=``/``sbp=`` give another layout, as OneFlow's."""
 
     # mpiflow.tensors.random
     def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *,

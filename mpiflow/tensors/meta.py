@@ -20,6 +20,7 @@ import numpy
 
 from ..communication.collectives.objects import all_gather_object
 from ..communication.mpi.group import world_comm
+from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.sbp import SbpParallel
 
@@ -109,5 +110,6 @@ def _raise_mismatch(what: str, field: str, placement: Placement | None,
     for (p, s, t), ranks in groups.items():
         text = f"placement={p}, sbp={s}" + (f", source {t}" if t else "")
         lines.append(f"  ranks {ranks}: {text}")
-    raise ValueError(f"{what}: the ranks passed different {field}s (every rank must pass the "
-                     "same placement and sbp to this collective call):\n" + "\n".join(lines))
+    raise GlobalTensorError(
+        f"{what}: the ranks passed different {field}s (every rank must pass the "
+        "same placement and sbp to this collective call):\n" + "\n".join(lines))

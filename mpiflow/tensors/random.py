@@ -8,6 +8,10 @@ shard, with no communication: a global ``randn`` on 4 ranks, split or broadcast,
 logical value as the local ``randn`` on 1 rank after the same seed and calls. Ranks differing
 only along broadcast mesh axes hold equal data.
 
+Local tensors of a generator never seeded differ between ranks, as in OneFlow (whose processes
+start from different seeds): the call's seed is mixed with the rank's number. After
+``manual_seed(s)`` on every rank they are equal. Global tensors are the same either way.
+
 The hash is two rounds of the SplitMix64 finalizer: ``mix(mix(i * golden + k1) ^ k2)``, where
 ``(k1, k2)`` are scalar keys mixed from the seed, the counter and a stream constant. Distinct
 streams give independent numbers within one call (the two uniforms of Box-Muller).
@@ -33,6 +37,7 @@ import numpy
 
 from .. import dtypes as _dtypes
 from ..core.array_module import array_module
+from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.sbp import Partial, SbpParallel
 from ..layouts.shards import check_shape, shard_slices
@@ -63,6 +68,7 @@ _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, SplitMix64's increment
 _M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # SplitMix64 finalizer multipliers
 _SEED_SALT, _COUNTER_SALT, _KEY2_SALT = 0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0
+_RANK_SALT = 0x452821E638D01377
 
 # One stream per independent quantity drawn in one call (odd, arbitrary digits of e).
 _UNIFORM = 0xB7E151628AED2A6B
@@ -171,11 +177,16 @@ class Generator:
         self.device = device
         self._seed = DEFAULT_SEED
         self._counter = 0
+        # Until seeded, local tensors differ between ranks (OneFlow's and PyTorch's programs
+        # seed each process apart); global tensors never do.
+        self._per_rank = True
 
     def manual_seed(self, seed: Any) -> Generator:
-        """Set the seed and reset the call counter; returns this generator."""
+        """Set the seed and reset the call counter; returns this generator. From then on,
+        local random tensors are the same on every rank that set the same seed."""
         self._seed = _seed_value(seed)
         self._counter = 0
+        self._per_rank = False
         return self
 
     def seed(self) -> int:
@@ -210,8 +221,13 @@ class Generator:
         self._seed, self._counter = _seed_value(seed), counter
         return self
 
-    def _advance(self) -> _Call:
-        call = _Call(self._seed, self._counter)
+    def _advance(self, local: bool = False) -> _Call:
+        """The next call's keys: for a ``local`` tensor of a generator never seeded, mixed
+        with this rank's number, so that the ranks draw different values."""
+        seed = self._seed
+        if local and self._per_rank:
+            seed = _mix_int(seed ^ _mix_int(topology.rank + _RANK_SALT))
+        call = _Call(seed, self._counter)
         self._counter += 1
         return call
 
@@ -258,8 +274,8 @@ Fill = Callable[[Any, _Call, Any], Any]  # (xp, call, flat indices) -> 1-D value
 
 def _no_partial(sbp: Sequence[SbpParallel], what: str) -> None:
     if any(isinstance(s, Partial) for s in sbp):
-        raise ValueError(f"{what} cannot make a tensor with a partial sbp "
-                         f"({', '.join(map(str, sbp))}); use split or broadcast")
+        raise GlobalTensorError(f"{what} cannot make a tensor with a partial sbp "
+                                f"({', '.join(map(str, sbp))}); use split or broadcast")
 
 
 def _region(shape: tuple[int, ...], placement: Placement | None,
@@ -283,7 +299,7 @@ def _generate(what: str, shape: tuple[int, ...], dtype: numpy.dtype, fill: Fill,
     p, s = layout if layout is not None else (None, None)
     region = _region(shape, p, s, what)
     draw = _Draw(generator if generator is not None else default_generator, fill, xp, shape,
-                 region, dtype)
+                 region, dtype, p is None)
     out = Tensor(draw(), p, s, shape, requires_grad=requires_grad)
     recorder = trace.state.recorder
     if recorder is not None:
@@ -298,15 +314,16 @@ class _Draw:
     """One random draw of a shard: advances the generator and fills the shard (a replayable
     step of a traced graph, which draws anew on each replay)."""
 
-    __slots__ = ("dtype", "fill", "generator", "region", "shape", "xp")
+    __slots__ = ("dtype", "fill", "generator", "local", "region", "shape", "xp")
 
     def __init__(self, generator: Generator, fill: Fill, xp: Any, shape: tuple[int, ...],
-                 region: tuple[slice, ...] | None, dtype: numpy.dtype) -> None:
+                 region: tuple[slice, ...] | None, dtype: numpy.dtype, local: bool) -> None:
         self.generator, self.fill, self.xp = generator, fill, xp
         self.shape, self.region, self.dtype = shape, region, dtype
+        self.local = local  # a local tensor: per-rank draws while the generator is unseeded
 
     def __call__(self) -> Any:
-        call = self.generator._advance()
+        call = self.generator._advance(self.local)
         region, xp = self.region, self.xp
         if region is None:
             return xp.empty((0,), dtype=self.dtype)
@@ -535,7 +552,8 @@ def _fill_(t: Tensor, what: str, fill: Fill, generator: Generator | None) -> Ten
         raise TypeError(f"{what} needs a floating point tensor, not {t.dtype!r}")
     shape = tuple(t.shape)
     region = _region(shape, t._placement, t._sbp, what)
-    call = (generator if generator is not None else default_generator)._advance()
+    call = (generator if generator is not None else default_generator)._advance(
+        t._placement is None)
     if trace.state.recorder is not None:
         trace.state.recorder.mark_unreplayable(f"{what} draws random numbers")
     if region is not None:

@@ -250,6 +250,7 @@ def _global_case(sbp_w: object) -> None:
 
     def make() -> tuple[nn.Module, flow.optim.Optimizer]:
         m, _ = _model()
+        m.to_global(placement, flow.sbp.broadcast)  # one value, then its layouts
         m.to_global(placement, lambda name, t: sbp_w if name.endswith("0.weight")
                     else flow.sbp.broadcast)
         return m, flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)

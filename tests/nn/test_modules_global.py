@@ -62,17 +62,22 @@ def test_to_global_keeps_parameters_as_the_same_leaves() -> None:
         mlp().to_global(sbp=B)
 
 
-def test_to_global_takes_the_first_ranks_value_and_converts_buffers_and_grads() -> None:
+def test_to_global_takes_local_tensors_as_tensor_to_global_does() -> None:
     layer = nn.Linear(2, 3)
     with no_grad():
-        layer.weight.fill_(float(RANK))  # ranks disagree: rank 0's value wins
+        layer.weight.fill_(float(RANK))  # ranks disagree
+        layer.bias.fill_(float(RANK))
     layer(flow.ones(1, 2)).sum().backward()
     loss = nn.CrossEntropyLoss(weight=flow.tensor([1.0, 2.0, 3.0]))
-    layer.to_global(ALL, S0)
+    layer.to_global(ALL, lambda name, t: S0 if name == "weight" else B)
     loss.to_global(ALL, B)
-    assert_array_equal(layer.weight.numpy(), numpy.zeros((3, 2)))
+    # S(0): each rank's tensor is its shard; B: rank 0's value wins
+    assert layer.weight.shape == (3 * SIZE, 2)
+    assert_array_equal(layer.weight.numpy(), numpy.repeat(numpy.arange(SIZE), 3)[:, None]
+                       * numpy.ones((1, 2)))
+    assert_array_equal(layer.bias.numpy(), numpy.zeros(3))
     assert layer.weight.grad is not None and layer.weight.grad.sbp == (S0,)
-    assert_array_equal(layer.weight.grad.numpy(), numpy.ones((3, 2)))
+    assert_array_equal(layer.weight.grad.numpy(), numpy.ones((3 * SIZE, 2)))
     assert loss.weight.is_global and loss.weight.tolist() == [1.0, 2.0, 3.0]
 
 
@@ -101,7 +106,7 @@ def test_model_parallel_mlp_matches_one_process() -> None:
     x, y = data(n, 6, seed=2), labels(n, 3, seed=3)
     net = mlp()
     want_loss, want_grads = reference(net, x, y)
-    net.to_global(ALL, lambda name, t: MODEL_PARALLEL[name])
+    net.to_global(ALL, B).to_global(sbp=lambda name, t: MODEL_PARALLEL[name])
     assert net[0].weight.sbp == (S0,) and net[3].weight.sbp == (S1,)
     loss = nn.CrossEntropyLoss()(net(flow.tensor(x, placement=ALL, sbp=B)),
                                  flow.tensor(y, placement=ALL, sbp=B))
@@ -119,7 +124,7 @@ def test_two_dimensional_mesh_data_and_model_parallel() -> None:
     net = mlp()
     want_loss, want_grads = reference(net, x, y)
     layouts = {"0.weight": (B, S0), "0.bias": (B, S0), "3.weight": (B, S1), "3.bias": (B, B)}
-    net.to_global(mesh, lambda name, t: layouts[name])
+    net.to_global(mesh, (B, B)).to_global(sbp=lambda name, t: layouts[name])
     loss = nn.CrossEntropyLoss()(net(flow.tensor(x, placement=mesh, sbp=(S0, B))),
                                  flow.tensor(y, placement=mesh, sbp=(S0, B)))
     loss.backward()
@@ -132,7 +137,7 @@ def test_two_dimensional_mesh_data_and_model_parallel() -> None:
 def test_state_dicts_across_layouts() -> None:
     full = {k: v.numpy().copy() for k, v in mlp().state_dict().items()}
     full = {k: v + 1.0 for k, v in full.items()}
-    split = mlp().to_global(ALL, lambda name, t: MODEL_PARALLEL[name])
+    split = mlp().to_global(ALL, B).to_global(sbp=lambda name, t: MODEL_PARALLEL[name])
     split.load_state_dict(full)  # local values: the whole value, each rank keeps its shard
     for key, value in split.state_dict().items():
         assert value.is_global
@@ -166,7 +171,7 @@ def test_embedding_keeps_a_split_batch_split_and_matches_one_process(table: obje
                         nn.Linear(2 * HIDDEN, 3))
     want_loss, want_grads = reference(net, idx, y)
     assert (want_grads[0][0] == 0).all()
-    net.to_global(ALL, lambda name, t: table if name == "0.weight" else B)
+    net.to_global(ALL, B).to_global(sbp=lambda name, t: table if name == "0.weight" else B)
     xg = flow.tensor(idx, placement=ALL, sbp=B if table == S1 else S0)
     rows = net[0](xg)
     assert rows.sbp == ((S0,) if table == B else (flow.sbp.split(2),))  # no gather

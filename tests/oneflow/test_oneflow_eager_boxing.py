@@ -4,9 +4,11 @@ OneFlow writes one function per case; here each case is a row: the per-rank inpu
 source placement and the sbp chain it goes through (the first entry makes the local tensors
 global), the target placement and sbp. The expected shards follow OneFlow's rules, which its
 literal arrays show (and which the literal checks below repeat for the sums and partial
-layouts): split shards are balanced slabs of the logical value; a partial target on *another*
-placement gives its first rank the value and the others zeros; S(d)->P on the *same*
-placement keeps each rank's slab in place, padded with zeros (no data moves). OneFlow's
+layouts): split shards are balanced slabs of the logical value; a partial target made from
+B or P on *another* placement gives its first rank the value and the others zeros; S(d)->P
+keeps each source rank's slab in place in a full-shape tensor of zeros, on the rank itself
+when it is in the target placement (on the same placement no data moves), else on the target
+rank at its position modulo the target's size. OneFlow's
 ``{0: [...]}`` placement dicts are ``flow.placement("cpu", [...])``; ``cpu``/``cuda`` pairs
 are one ``cpu`` case.
 """
@@ -122,10 +124,14 @@ def _expected(value: numpy.ndarray, src: list[int], chain: list[Any], dst: list[
     if isinstance(sbp, Broadcast):
         return value
     last = chain[-1]
-    if sorted(src) == ordered and isinstance(last, Split):  # S->P in place: padded slab
+    if isinstance(last, Split):  # S->P: each source slab, in place, on one target rank
         out = numpy.zeros_like(value)
-        where = _slab(value, last.dim, len(ordered), i)
-        out[where] = value[where]
+        sources = sorted(src)
+        for j, s in enumerate(sources):
+            owner = s if s in ordered else ordered[j % len(ordered)]
+            if owner == RANK:
+                where = _slab(value, last.dim, len(sources), j)
+                out[where] = value[where]
         return out
     return value if i == 0 else numpy.zeros_like(value)
 
@@ -165,6 +171,20 @@ def test_eager_boxing_literal_values() -> None:
                3: [[27, 18], [13, 13], [16, 13], [22, 13], [10, 8], [12, 6]]}
     if RANK in literal:
         numpy.testing.assert_array_equal(z.to_local().numpy(), literal[RANK])
+    # S(1) -> P across placements, OneFlow's literal rows (overlapping and contained cases)
+    v = flow.tensor(FOUR_BY_SIX[RANK]).to_global(p, S0).to_global(p, S1)
+    v = v.to_global(flow.placement("cpu", [2, 3]), P)
+    literal = {2: [[4, 6, 0, 0, 0, 0], [6, 8, 0, 0, 0, 0]],
+               3: [[0, 0, 5, 20, 8, 9], [0, 0, 9, 0, 4, 6]]}
+    if RANK in literal:
+        numpy.testing.assert_array_equal(v.to_local().numpy()[:2], literal[RANK])
+    every = flow.placement("cpu", [0, 2, 1, 3])
+    u = flow.tensor(FOUR[RANK]).to_global(every, B).to_global(every, S1)
+    u = u.to_global(flow.placement("cpu", [1, 3]), P)
+    literal = {1: [[4, 6, 5, 0], [6, 8, 9, 0], [3, 7, 5, 0], [6, 8, 9, 0]],
+               3: [[0, 0, 0, 20], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]}
+    if RANK in literal:
+        numpy.testing.assert_array_equal(u.to_local().numpy(), literal[RANK])
     w = flow.tensor(FOUR_BY_SIX[RANK]).to_global(p, S0).to_global(p, S1).to_global(p, P)
     if RANK == 1:
         numpy.testing.assert_array_equal(w.to_local().numpy()[:2], [[0, 0, 5, 20, 0, 0],

@@ -1,6 +1,7 @@
 """OneFlow's test_global_cast.py (modules): ``flow.to_global``/``flow.to_local`` of tensors and
 of whole structures (lists, tuples, dicts, state dicts), for each of its three sbp, on
-placement [0, 1]. Its ``nn.Graph`` half is not covered (mpiflow has no ``nn.Graph``)."""
+placement [0, 1]; and its ``nn.Graph`` half: a graph's ``state_dict()`` of a local model made
+global, and of a global model made local."""
 
 from __future__ import annotations
 
@@ -92,5 +93,39 @@ def test_eager_state_dict(sbp: Any) -> None:
     global_model = model.to_global(placement=p, sbp=sbp)
     local_state_dict = flow.to_local(global_model.state_dict())
     _all_local(local_state_dict)
+    with pytest.warns(UserWarning, match="already local"):
+        flow.to_local(local_state_dict)
+
+
+# -- the nn.Graph half: a graph's state dict, of a local and of a global model --------------------
+class _GraphModel(nn.Graph):
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def build(self, x: flow.Tensor) -> flow.Tensor:
+        return self.model(x)
+
+
+def _state_dict_to_global(local_state_dict: Any, p: Any, sbp: Any) -> None:
+    global_state_dict = flow.to_global(local_state_dict, placement=p, sbp=sbp)
+    _all_global(global_state_dict, p, sbp)
+    global_state_dict = flow.to_global(global_state_dict, placement=p, sbp=sbp)
+    _all_global(global_state_dict, p, sbp)
+
+
+@pytest.mark.parametrize("sbp", SBPS, ids=str)
+def test_graph_state_dict(sbp: Any) -> None:
+    p = _placement()
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))
+    local_graph_model = _GraphModel(model)
+    _state_dict_to_global(local_graph_model.state_dict(), p, sbp)
+    assert len(_tensors(local_graph_model.state_dict())) == 4
+    global_graph_model = _GraphModel(model.to_global(placement=p, sbp=sbp))
+    global_state_dict = global_graph_model.state_dict()
+    _all_global(global_state_dict, p, sbp)
+    local_state_dict = flow.to_local(global_state_dict)
+    _all_local(local_state_dict)
+    assert len(_tensors(local_state_dict)) == 4
     with pytest.warns(UserWarning, match="already local"):
         flow.to_local(local_state_dict)

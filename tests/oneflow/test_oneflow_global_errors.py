@@ -6,9 +6,9 @@ python/oneflow/test/exceptions) and test_check_meta_consistency.py (modules), pl
 checks with ``check_meta`` and mpiflow must too (issues #14, #18): ranks that pass different
 placements, sbp, local shapes or dtypes to ``to_global`` get a clear error on every rank.
 
-mpiflow raises ``ValueError`` for bad arguments where OneFlow raises ``RuntimeError`` (an
-expected difference, docs/migration.md): ``except ValueError`` is what Python code checks for
-a bad value. The messages keep OneFlow's words where its tests look for them.
+Where OneFlow raises ``RuntimeError``, mpiflow raises :class:`mpiflow.GlobalTensorError`, both a
+``RuntimeError`` (what OneFlow's tests catch, and these ports too) and a ``ValueError`` (what
+Python code checks for a bad value). The messages keep OneFlow's words where its tests look.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ ALL = flow.env.all_device_placement("cpu")
 
 # -- test_local_global_convert_error.py --------------------------------------------------------
 def test_get_sbp_with_invalid_axis() -> None:
-    # expected difference: ValueError (OneFlow: RuntimeError "Split axis must not be negative")
-    with pytest.raises(ValueError, match="split dim must be a non-negative int, got -1"):
+    with pytest.raises(RuntimeError, match="split dim must be a non-negative int, got -1"):
         flow.sbp.split(-1)
     # expected difference: OneFlow caps split axes at 6; mpiflow has no such limit
     assert flow.sbp.split(7).dim == 7
@@ -35,13 +34,13 @@ def test_get_sbp_with_invalid_axis() -> None:
 
 def test_local_to_global_with_invalid_split_axis() -> None:
     x = flow.tensor([1, 2, 3, 4])
-    with pytest.raises(ValueError, match=r"S\(1\) needs tensors with more than 1 dimensions"):
+    with pytest.raises(RuntimeError, match=r"S\(1\) needs tensors with more than 1 dimensions"):
         x.to_global(placement=ALL, sbp=flow.sbp.split(1))
 
 
 def test_global_to_global_with_invalid_split_axis() -> None:
     x = flow.tensor([1, 2, 3, 4], placement=ALL, sbp=flow.sbp.broadcast)
-    with pytest.raises(ValueError, match="split"):
+    with pytest.raises(RuntimeError, match="split"):
         x.to_global(sbp=flow.sbp.split(1))
 
 
@@ -55,28 +54,28 @@ def test_call_to_local_for_local_tensor() -> None:
 @exactly(2)
 def test_local_to_global_with_invalid_size() -> None:
     x = flow.Tensor(2, 4) if RANK == 0 else flow.Tensor(4, 4)
-    with pytest.raises(ValueError, match="Sizes of tensors in dimension 0 must be same or match "
-                                         "balanced split distribution"):
+    with pytest.raises(RuntimeError, match="Sizes of tensors in dimension 0 must be same or match "
+                                           "balanced split distribution"):
         x.to_global(placement=ALL, sbp=flow.sbp.split(0))
-    with pytest.raises(ValueError, match=r"Sizes of tensors must match except in dimension 1\. "
-                                         r"Expected size 2 but got size 4 for tensor on rank 1!"):
+    with pytest.raises(RuntimeError, match=r"Sizes of tensors must match except in dimension 1\. "
+                                           r"Expected size 2 but got size 4 for tensor on rank 1!"):
         x.to_global(placement=ALL, sbp=flow.sbp.split(1))
 
 
 # -- test_placement.py ---------------------------------------------------------------------------
 def test_placement_type() -> None:
-    with pytest.raises(ValueError, match=r"placement type must be one of .* got 'xpu'"):
+    with pytest.raises(RuntimeError, match=r"placement type must be one of .* got 'xpu'"):
         flow.placement(type="xpu", ranks=[0])
-    with pytest.raises(ValueError, match="Expected one of cpu, cuda device type at start of "
-                                         "device string: xpu"):
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type at start of "
+                                           "device string: xpu"):
         flow.device("xpu")
 
 
 def test_placement_rank() -> None:
-    with pytest.raises(ValueError, match="at least one rank"):
+    with pytest.raises(RuntimeError, match="at least one rank"):
         flow.placement(type="cpu", ranks=[])
     # OneFlow raises when a tensor is made on it; mpiflow already when the placement is
-    with pytest.raises(ValueError, match="not all ranks of the world"):
+    with pytest.raises(RuntimeError, match="not all ranks of the world"):
         placement = flow.placement(type="cpu", ranks=[1000])
         flow.empty(2, 3, placement=placement, sbp=flow.sbp.broadcast)
 

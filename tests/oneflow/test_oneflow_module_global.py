@@ -61,9 +61,8 @@ def test_module_to_local() -> None:
     assert m.linear.weight.is_local
     numpy.testing.assert_array_equal(m.linear.weight.numpy(), origin[:2] if RANK == 0
                                      else origin[2:])
-    # local to global from split(0): OneFlow's Module.to_global takes the local rows as the
-    # shards; mpiflow's Tensor.to_global does the same, tensor by tensor
-    m.linear.weight = flow.nn.Parameter(m.linear.weight.to_global(placement=P, sbp=S))
+    # local to global from split(0): the local rows are the shards, as OneFlow's
+    m.to_global(placement=P, sbp=S)
     numpy.testing.assert_array_equal(m.linear.weight.numpy(), origin)
     # weight B
     m.to_global(placement=P, sbp=B)
@@ -75,10 +74,11 @@ def test_module_to_local() -> None:
 
 
 @exactly(2)
-def test_expected_difference_module_to_global_of_local_shards() -> None:
-    """mpiflow's Module.to_global(P, S(0)) of local tensors splits the first rank's tensor."""
+def test_module_to_global_of_local_shards() -> None:
+    """Module.to_global(P, S(0)) of local tensors takes each rank's tensor as its shard."""
     m = flow.nn.Linear(3, 4, False)
-    whole = m.weight.to_global(P, B).numpy()  # rank 0's weight, on every rank
+    with flow.no_grad():
+        m.weight.fill_(float(RANK + 1))
     m.to_global(placement=P, sbp=S)
-    assert m.weight.shape == (4, 3)
-    numpy.testing.assert_array_equal(m.weight.numpy(), whole)
+    assert m.weight.shape == (8, 3)
+    numpy.testing.assert_array_equal(m.weight.numpy(), [[1.0] * 3] * 4 + [[2.0] * 3] * 4)

@@ -12,8 +12,8 @@ from typing import Any
 import numpy
 
 from ...autograd import no_grad
+from ...core.errors import GlobalTensorError
 from ...layouts.placement import Placement
-from ...layouts.sbp import Broadcast, normalize_sbp
 from ...ops import pointwise as _pw
 from ...tensors.tensor import Tensor
 
@@ -87,7 +87,6 @@ def globalize(t: Tensor, placement: Placement | None, sbp: Any) -> Tensor:
     if t.is_global:
         return t.to_global(placement, sbp)
     if placement is None or sbp is None:
-        raise ValueError("to_global of a module with local tensors needs a placement and an sbp")
-    layout = normalize_sbp(sbp, placement.ndim)
-    whole = t.to_global(placement, (Broadcast(),) * placement.ndim, check_meta=False)
-    return whole.to_global(placement, layout)
+        raise GlobalTensorError("to_global of a module with local tensors needs a placement and "
+                                "an sbp")
+    return t.to_global(placement, sbp)  # this rank's tensor is its shard, as OneFlow's

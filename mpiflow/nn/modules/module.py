@@ -499,9 +499,12 @@ class Module:
     def to_global(self: M, placement: Placement | None = None, sbp: SbpChoice = None) -> M:
         """Make every parameter and buffer global (or redistribute global ones), in place.
 
-        A local tensor's value is taken from the first rank of ``placement`` (broadcast, as
-        :meth:`Tensor.to_global` with ``B``), then laid out by its sbp: a split keeps each
-        rank's slab of the whole value, so the module computes what the local one did.
+        Each local tensor becomes global as :meth:`Tensor.to_global` makes it (OneFlow's
+        rule): with ``B`` the first rank's value is every rank's, with ``S(d)`` each rank's
+        tensor is its shard (the global tensor is the ranks' tensors concatenated along
+        ``d``: ``to_local()`` then ``to_global()`` round-trips), with ``P`` each rank's tensor
+        is a summand. To lay out a module built alike on every rank (model parallel), make it
+        ``B`` first and then give the splits, as below.
 
         Args:
             placement: where the tensors go (default: keep, for global ones).
@@ -515,6 +518,11 @@ class Module:
             >>> p = flow.placement("cpu", list(range(flow.env.get_world_size())))
             >>> net = nn.Linear(4, 8).to_global(p, flow.sbp.broadcast)      # data parallel
             >>> net = net.to_global(sbp=lambda name, t: flow.sbp.split(0))    # model parallel
+            >>> net.weight.shape
+            mpiflow.Size([8, 4])
+            >>> shards = nn.Linear(4, 8).to_global(p, flow.sbp.split(0))     # local shards
+            >>> shards.weight.shape[0] == 8 * flow.env.get_world_size()
+            True
         """
 
         # sbp values are callable too (OneFlow's flow.sbp.broadcast()): a function is the rest
