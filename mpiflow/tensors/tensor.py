@@ -199,7 +199,8 @@ class Tensor(BoundMethods):
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward (leaves always
-        keep theirs). Gradients of several backward passes add up, as for leaves.
+        keep theirs). Gradients of several backward passes add up, as for leaves. A global
+        tensor's retained gradient has the tensor's own placement and sbp, as in OneFlow.
 
         Examples:
             >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
@@ -218,7 +219,11 @@ class Tensor(BoundMethods):
         def keep(grad: Tensor) -> None:
             t = ref()
             if t is not None:
-                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+                grad = grad.detach()
+                if t._placement is not None and (grad._placement != t._placement
+                                                 or grad._sbp != t._sbp):
+                    grad = grad.to_global(t._placement, t._sbp)  # the tensor's own layout
+                t.grad = grad.clone() if t.grad is None else t.grad + grad
 
         keep.retains_grad = True  # type: ignore[attr-defined]
         self.register_hook(keep)
@@ -367,11 +372,55 @@ def bind(table: Mapping[str, Callable[..., Any] | property]) -> None:
         bound_methods[name] = fn
 
 
+PRINT_PRECISION = 4  # digits after the point, as OneFlow and PyTorch print
+
+
+def _float_format(data: Any) -> Callable[[Any], str] | None:
+    """OneFlow's (PyTorch's) way of printing floats: whole numbers as ``2.``, others with
+    :data:`PRINT_PRECISION` decimals (``1.1235``), in scientific notation when the finite
+    magnitudes span more than 1000x or leave ``[1e-4, 1e8)``; every entry as wide as the
+    widest. None for arrays that are not floating point."""
+    if data.dtype.kind != "f" or data.size == 0:
+        return None
+    values = numpy.asarray(data, dtype=numpy.float64)
+    finite = numpy.abs(values[numpy.isfinite(values)])
+    nonzero = finite[finite != 0]
+    digits = PRINT_PRECISION
+    if finite.size and numpy.all(numpy.floor(finite) == finite):
+        sci = bool(nonzero.size) and float(nonzero.max()) > 1e8
+        form = f"{{:.{digits}e}}" if sci else "{:.0f}."
+    else:
+        sci = bool(nonzero.size) and (float(nonzero.max()) / float(nonzero.min()) > 1000.0
+                                      or float(nonzero.max()) > 1e8
+                                      or float(nonzero.min()) < 1e-4)
+        form = f"{{:.{digits}e}}" if sci else f"{{:.{digits}f}}"
+
+    def text(v: Any) -> str:
+        v = float(v)
+        if numpy.isnan(v):
+            return "nan"
+        if numpy.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return form.format(v)
+
+    signed = values[numpy.isfinite(values)]
+    widest: list[Any] = []
+    if signed.size:  # the extremes, and the smallest magnitude (its exponent), are widest
+        widest += [signed.min(), signed.max(), signed[numpy.argmin(numpy.abs(signed))]]
+    if numpy.isnan(values).any():
+        widest.append(numpy.nan)
+    widest += [v for v in (numpy.inf, -numpy.inf) if (values == v).any()]
+    width = max(len(text(v)) for v in widest)
+    return lambda v: text(v).rjust(width)
+
+
 def _format(t: Tensor) -> str:
     """The repr; for a global tensor it shows the local shard and never communicates."""
     data = to_host(t._data)
+    fmt = _float_format(data)
     body = numpy.array2string(data, separator=", ", prefix="tensor(", threshold=200,
-                              edgeitems=3)
+                              edgeitems=3,
+                              formatter=None if fmt is None else {"float_kind": fmt})
     extras = []
     if t._placement is not None:
         extras.append(f"placement={t._placement!r}")

@@ -5,8 +5,8 @@ weights 2.068758, SGD momentum 0.9, a (6, 800) ``S(0)`` batch of integers in [1,
 ``enable_zero(True, stage=..., min_shard_size=1)``, one training call, then an evaluation graph
 over the same modules; on 4 ranks the 2-D case: two MixedLinear blocks ((B, S0) and (S0, B)
 weights 1.068758 on a 2 x 2 mesh, ReLUs, activation checkpointing), a (2, 800) [S0, B] batch,
-the mean as loss. OneFlow's second 2-D Linear is (800, 400), which cannot take the first's
-400 features; here it is (400, 800).
+the mean as loss. Both 2-D Linears are OneFlow's (800, 400): local weights made global with a
+split take each rank's tensor as its shard, as in OneFlow, so the (B, S0) layer has 800 outputs.
 
 OneFlow asserts that its compiled job rewrote the data-parallel weight's sbp to ``S(0)``;
 mpiflow keeps the parameter ``B`` and updates it through an ``S(0)`` shard (docs/graph.md),
@@ -103,7 +103,7 @@ def _train_2d(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray]:
             self.dp_mp = flow.nn.Linear(800, 400, bias=False).to_global(placement=P,
                                                                          sbp=[B, S0])
             flow.nn.init.constant_(self.dp_mp.weight, 1.068758)
-            self.mp_dp = flow.nn.Linear(400, 800, bias=False).to_global(placement=P,
+            self.mp_dp = flow.nn.Linear(800, 400, bias=False).to_global(placement=P,
                                                                          sbp=[S0, B])
             flow.nn.init.constant_(self.mp_dp.weight, 1.068758)
 

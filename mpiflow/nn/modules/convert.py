@@ -14,6 +14,7 @@ import numpy
 from ...autograd import no_grad
 from ...core.errors import GlobalTensorError
 from ...layouts.placement import Placement
+from ...layouts.sbp import Broadcast, normalize_sbp
 from ...ops import pointwise as _pw
 from ...tensors.tensor import Tensor
 
@@ -89,4 +90,9 @@ def globalize(t: Tensor, placement: Placement | None, sbp: Any) -> Tensor:
     if placement is None or sbp is None:
         raise GlobalTensorError("to_global of a module with local tensors needs a placement and "
                                 "an sbp")
-    return t.to_global(placement, sbp)  # this rank's tensor is its shard, as OneFlow's
+    layout = normalize_sbp(sbp, placement.ndim)
+    if all(isinstance(s, Broadcast) for s in layout):
+        # The first rank's value everywhere: no shapes to agree on, so nothing collective over
+        # the world (ranks may place different modules on different placements: pipeline stages).
+        return t.to_global(placement, layout, check_meta=False)
+    return t.to_global(placement, layout)  # this rank's tensor is its shard, as OneFlow's
