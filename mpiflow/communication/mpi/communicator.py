@@ -249,25 +249,22 @@ class MPICommunicator(Communicator):
         spec = plan.spec(stage)
         comm = self.mpi_comm
         finalize = _chain(self._average(stage) if plan.average else None, write_back)
-        # The blocking call's form (.form): out of place from a copy in the scratch buffer
-        # where the library runs that faster at this size; the non-blocking one in place.
-        # The copy runs inside the call, after the check that no other thread is in one.
-        oop_from = out_of_place_from()
+        oop_from = out_of_place_from()  # the blocking call's form (.form); non-blocking: in place
 
         def start() -> MPI.Request:
             return comm.Iallreduce(_IN_PLACE, spec, plan.op)
 
-        if oop_from is not None and stage.nbytes >= oop_from and not async_op:
-            scratch = self.fast.scratch
+        if oop_from is None or stage.nbytes < oop_from or async_op:
+            return self.run(lambda: comm.Allreduce(_IN_PLACE, spec, plan.op), start,
+                            async_op, finalize, stage)
+        scratch = self.fast.scratch  # out of place from a copy, made inside run's checks
 
-            def out_of_place() -> None:
-                send = scratch.like(stage)
-                numpy.copyto(send, stage)
-                comm.Allreduce(plan.spec(send), spec, plan.op)
+        def out_of_place() -> None:
+            send = scratch.like(stage)
+            numpy.copyto(send, stage)
+            comm.Allreduce(plan.spec(send), spec, plan.op)
 
-            return self.run(out_of_place, start, False, finalize, stage)
-        return self.run(lambda: comm.Allreduce(_IN_PLACE, spec, plan.op), start,
-                        async_op, finalize, stage)
+        return self.run(out_of_place, start, False, finalize, stage)
 
     def reduce(self, buf: Array, op: ReduceOp, root: int,
                async_op: bool = False) -> Work | None:
@@ -541,9 +538,8 @@ class MPICommunicator(Communicator):
 
 
 def _returning(comm: MPI.Comm) -> MPI.Comm:
-    """``comm`` with MPI's errors returned as mpi4py exceptions (MPICH does not pass the
-    parent's handler on through ``MPI_Comm_create``), so that a failed collective becomes
-    mpiflow's report naming the call rather than MPI's own fatal abort."""
+    """``comm`` returning MPI's errors as exceptions (MPICH's ``MPI_Comm_create`` does not pass
+    the handler on), so that a failed collective is mpiflow's report, not MPI's fatal abort."""
     comm.Set_errhandler(MPI.ERRORS_RETURN)
     return comm
 
