@@ -371,14 +371,17 @@ def test_a_launch_inside_a_job_does_not_pass_on_its_torchrun_variables(
         tmp_path: pathlib.Path) -> None:
     """Run from rank 1 of a 2-node job, whose RANK... mpiflow set (the marker names them and
     the process that set them): the new job's ranks get their own, none of the outer job's."""
-    show = script(tmp_path, "import os\nbefore = os.environ.get('GROUP_RANK')\n"
-                            "import mpiflow\nprint(before, os.environ.get('RANK'),"
-                            " os.environ.get('GROUP_RANK'), os.environ.get('WORLD_SIZE'))\n")
+    # One write per line (the two ranks' output is merged), read back by pattern.
+    show = script(tmp_path, "import os, sys\nbefore = os.environ.get('GROUP_RANK')\n"
+                            "import mpiflow\nenv = os.environ.get\n"
+                            "sys.stdout.write(f\"{before} {env('RANK')} {env('GROUP_RANK')} "
+                            "{env('WORLD_SIZE')}\\n\")\n")
     outer = {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "GROUP_RANK": "1",
              "MPIFLOW_LAUNCHER_ENV": "RANK=1,WORLD_SIZE=4,LOCAL_RANK=1,GROUP_RANK=1,PID=1"}
     done = launch("-n", "2", "--timeout", "60", show, env=outer)
     assert done.returncode == 0, done.stderr
-    assert sorted(done.stdout.split("\n")[:2]) == ["None 0 0 2", "None 1 0 2"], done.stdout
+    seen = sorted(" ".join(m) for m in re.findall(r"(None|\d+) (\d+) (\d+) (\d+)", done.stdout))
+    assert seen == ["None 0 0 2", "None 1 0 2"], done.stdout
 
 
 MODULE_TEMPLATES = ["slurm-module-mpi.sh", "pbs-module-mpi.sh"]
