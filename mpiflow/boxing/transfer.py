@@ -126,8 +126,7 @@ def run_transfer(local: Any, shape: tuple[int, ...], src: Layout, dst: Layout, x
     recv_counts = [0] * world.size
     for other, index in plan.sends:
         send_counts[other] = volume(tuple((s.start, s.stop) for s in index))
-    for other, _, piece in plan.receives:
-        recv_counts[other] = volume(tuple((0, n) for n in piece))
+    _count_receives(plan.receives, recv_counts)
     send = xp.empty(sum(send_counts), dtype=local.dtype)
     offset = 0
     for other, index in plan.sends:
@@ -137,11 +136,7 @@ def run_transfer(local: Any, shape: tuple[int, ...], src: Layout, dst: Layout, x
     recv = xp.empty(sum(recv_counts), dtype=local.dtype)
     if transfer_cost(shape, 1, src, dst)[0]:  # every rank knows when no rank needs a byte
         world.all_to_all_v(send, send_counts, recv, recv_counts)
-    offset = 0
-    for other, index, piece in plan.receives:
-        count = recv_counts[other]
-        out[index] = recv[offset:offset + count].reshape(piece)
-        offset += count
+    _unpack(out, recv, plan.receives, recv_counts)
     return out
 
 
@@ -227,15 +222,25 @@ def run_split_to_partial(local: Any, shape: tuple[int, ...], src: Layout, dst: L
     recv_counts = [0] * world.size
     if plan.send_to is not None:
         send_counts[plan.send_to] = int(local.size)
-    for other, _, piece in plan.receives:
-        recv_counts[other] = volume(tuple((0, n) for n in piece))
+    _count_receives(plan.receives, recv_counts)
     send = xp.ascontiguousarray(local).reshape(-1) if plan.send_to is not None else \
         xp.empty(0, dtype=local.dtype)
     recv = xp.empty(sum(recv_counts), dtype=local.dtype)
     world.all_to_all_v(send, send_counts, recv, recv_counts)
+    _unpack(out, recv, plan.receives, recv_counts)
+    return out
+
+
+def _count_receives(receives: Any, recv_counts: list[int]) -> None:
+    """Fill ``recv_counts[rank]`` with the element count of each ``(rank, index, piece)``."""
+    for other, _, piece in receives:
+        recv_counts[other] = volume(tuple((0, n) for n in piece))
+
+
+def _unpack(out: Any, recv: Any, receives: Any, recv_counts: list[int]) -> None:
+    """Write each rank's piece of ``recv`` (in rank order) into its ``index`` of ``out``."""
     offset = 0
-    for other, index, piece in plan.receives:
+    for other, index, piece in receives:
         count = recv_counts[other]
         out[index] = recv[offset:offset + count].reshape(piece)
         offset += count
-    return out
