@@ -50,7 +50,7 @@ from mpi4py import MPI
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
 from .fast_all_reduce import DECLINED, all_reduce_at_path, all_reduce_path
-from .form import Scratch, on_change, out_of_place_from
+from .form import Scratch, on_change, out_of_place_from, pieces
 from .watchdog import monitor as watchdog
 from .watchdog.failure import collective_failed
 from .watchdog.report import describe_group
@@ -327,15 +327,15 @@ class FastPaths:
         self.scratch = scratch = Scratch()
 
         def make_all_reduce() -> None:
-            # The form in force (.form): the plain in-place paths when it is in place at every
-            # size, which is every library but Intel MPI; remade on form.set_form().
-            oop_from = out_of_place_from()
+            # The form in force (.form): the plain in-place paths when it is one in-place call
+            # at every size; remade on form.set_form() and form.set_pieces().
+            oop_from, in_pieces = out_of_place_from(), pieces()
             self.paths["all_reduce"] = all_reduce_path(comm, native, due, in_use, mark, allreduce,
-                                                       in_place, oop_from, scratch,
+                                                       in_place, oop_from, in_pieces, scratch,
                                                        concurrent_use)
             self.paths["all_reduce_at"] = all_reduce_at_path(comm, in_use, mark, allreduce,
-                                                             in_place, due, oop_from, scratch,
-                                                             concurrent_use)
+                                                             in_place, due, oop_from, in_pieces,
+                                                             scratch, concurrent_use)
 
         self.paths = {name: getattr(self, name) for name in _PATHS if name not in _FORMED}
         make_all_reduce()

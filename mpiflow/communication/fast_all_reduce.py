@@ -2,9 +2,11 @@
 
 Two kinds: of a plain numpy array (``all_reduce_path``) and of memory at an address, a torch
 tensor's (``all_reduce_at_path``). Each is made in one of two shapes: the plain in-place call
-where the form is in place at every size (every library but Intel MPI), and one that copies a
-buffer of ``oop_from`` bytes or more into a reused scratch buffer and reduces it from there by
-MPI's out-of-place form. ``FastPaths`` remakes them when the form changes. They follow the
+where the form is one in-place call at every size, and one that reduces a buffer larger than
+``pieces[0]`` bytes in pieces of ``pieces[1]`` bytes (the cuts :func:`.form.all_reduce_formed`
+makes, so that ranks may take different paths in one call) and copies a buffer or piece of
+``oop_from`` bytes or more into a reused scratch buffer to reduce it from there by MPI's
+out-of-place form. ``FastPaths`` remakes them when the form changes. They follow the
 rules of the other fast paths (:mod:`.fast`): the fewest checks inline, True when they ran,
 False to send the call to the general path; a second thread inside a collective on the group
 is reported by ``conflict`` (``fast.concurrent_use``, passed in: this module is below it).
@@ -35,19 +37,24 @@ _Conflict = Callable[[Any, Any, str], None]
 
 
 def all_reduce_path(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]], due: list[int],
-                in_use: Any, mark: Callable[[], None], allreduce: Any, in_place: Any,
-                oop_from: int | None, scratch: Scratch,
+                    in_use: Any, mark: Callable[[], None], allreduce: Any, in_place: Any,
+                    oop_from: int | None, pieces: tuple[int, int] | None, scratch: Scratch,
                     conflict: _Conflict) -> Callable[[Any, ReduceOp], bool]:
     """The all-reduce fast path of a plain numpy array, in place on the caller's buffer.
 
-    With ``oop_from`` None (the form is in place at every size) it calls MPI's in-place form
-    and tests nothing more; otherwise a buffer of ``oop_from`` bytes or more is copied into
-    ``scratch`` and reduced from there into itself by MPI's out-of-place form (:mod:`.form`).
+    With ``oop_from`` and ``pieces`` None (one in-place call at every size) it calls MPI's
+    in-place form and tests nothing more; otherwise a C-contiguous buffer larger than
+    ``pieces[0]`` bytes goes in pieces of ``pieces[1]`` bytes, and a buffer or piece of
+    ``oop_from`` bytes or more is copied into ``scratch`` and reduced from there into itself
+    by MPI's out-of-place form (:mod:`.form`).
     """
-    if oop_from is None:
+    if oop_from is None and pieces is None:
         return _all_reduce_in_place(comm, native, due, in_use, mark, allreduce, in_place,
                                     conflict)
     like, copyto = scratch.like, numpy.copyto
+    above, piece = pieces if pieces is not None else (1 << 62, 1)
+    oop = oop_from if oop_from is not None else 1 << 62
+    whole = min(above, oop - 1)  # up to this many bytes: one in-place call
 
     def all_reduce(buf: Any, op: ReduceOp) -> bool:
         if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
@@ -62,11 +69,25 @@ def all_reduce_path(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]], due: l
                 try:
                     in_use.owner = True
                     mark()  # the watchdog's mark: a new blocking call
-                    if buf.nbytes >= oop_from:
+                    nbytes = buf.nbytes
+                    if nbytes <= whole:
+                        allreduce(in_place, buf, mpi_op)
+                    elif nbytes > above and buf.flags.c_contiguous:
+                        flat = buf.reshape(-1)
+                        step = max(1, piece // buf.itemsize)
+                        for start in range(0, flat.size, step):
+                            part = flat[start:start + step]
+                            if part.nbytes >= oop:
+                                send = like(part)
+                                copyto(send, part)
+                                allreduce(send, part, mpi_op)
+                            else:
+                                allreduce(in_place, part, mpi_op)
+                    elif nbytes >= oop:
                         send = like(buf)
                         copyto(send, buf)
                         allreduce(send, buf, mpi_op)
-                    else:
+                    else:  # a strided 1-D view: mpi4py declines it, for the general path
                         allreduce(in_place, buf, mpi_op)
                 except _DECLINED:
                     due[0] += 1
@@ -115,18 +136,21 @@ def _all_reduce_in_place(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]],
 
 
 def all_reduce_at_path(comm: Any, in_use: Any, mark: Callable[[], None], allreduce: Any,
-                   in_place: Any, due: list[int], oop_from: int | None,
-                   scratch: Scratch,
+                       in_place: Any, due: list[int], oop_from: int | None,
+                       pieces: tuple[int, int] | None, scratch: Scratch,
                        conflict: _Conflict) -> Callable[[int, int, Any, Any], bool]:
     """The in-place all-reduce of ``nbytes`` of memory at ``address`` (a torch tensor's),
     typed by an MPI datatype and reduced by an MPI op that the caller knows to be native:
-    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2). From
-    ``oop_from`` bytes up (None: never) the memory is copied into ``scratch`` and reduced from
-    there by MPI's out-of-place form."""
+    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2). Larger than
+    ``pieces[0]`` bytes it goes in pieces of ``pieces[1]`` bytes (whole elements); from
+    ``oop_from`` bytes up (None: never) the memory or piece is copied into ``scratch`` and
+    reduced from there by MPI's out-of-place form."""
     fromaddress = MPI.buffer.fromaddress
-    if oop_from is None:
+    if oop_from is None and pieces is None:
         return _all_reduce_at_in_place(comm, in_use, mark, allreduce, in_place, due, conflict)
     raw, copyto, frombuffer, uint8 = scratch.raw, numpy.copyto, numpy.frombuffer, numpy.uint8
+    above, piece = pieces if pieces is not None else (1 << 62, 1)
+    oop = oop_from if oop_from is not None else 1 << 62
 
     # Named as the operation: the watchdog reports a fast path by its function's name.
     def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
@@ -138,13 +162,19 @@ def all_reduce_at_path(comm: Any, in_use: Any, mark: Callable[[], None], allredu
         try:
             in_use.owner = True
             mark()  # the watchdog's mark: a new blocking call
-            memory: Any = fromaddress(address, nbytes)
-            if nbytes >= oop_from:
-                send = raw(nbytes)
-                copyto(send, frombuffer(memory, uint8))
-                allreduce([send, datatype], [memory, datatype], mpi_op)
-            else:
-                allreduce(in_place, [memory, datatype], mpi_op)
+            step = nbytes
+            if nbytes > above:
+                size = datatype.Get_size()
+                step = max(1, piece // size) * size
+            for start in range(0, nbytes or 1, step or 1):
+                n = min(step, nbytes - start)
+                memory: Any = fromaddress(address + start, n)
+                if n >= oop:
+                    send = raw(n)
+                    copyto(send, frombuffer(memory, uint8))
+                    allreduce([send, datatype], [memory, datatype], mpi_op)
+                else:
+                    allreduce(in_place, [memory, datatype], mpi_op)
         except MPI.Exception as exc:
             collective_failed("all_reduce", comm, exc)
         finally:

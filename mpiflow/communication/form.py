@@ -1,16 +1,22 @@
-"""The form of ``MPI_Allreduce`` this process uses, and the scratch buffer of the out-of-place one.
+"""How this process runs its blocking ``MPI_Allreduce``: in pieces or whole, in place or not.
 
-:mod:`mpiflow.core.all_reduce_form` holds the table (which library runs which form faster, from
-which size); this module applies it to the MPI library mpi4py loaded, once per process:
-:func:`out_of_place_from` is the size from which mpiflow's blocking all-reduce copies its
-buffer into a :class:`Scratch` buffer and calls the out-of-place form, None when it never does
-(every library but Intel MPI, as measured). The fast paths (:mod:`.fast`) read it when they are
-made, so where the form is in place at every size they run exactly as before, with no test per
-call; :func:`set_form` changes it for the whole process (the tests force both forms with it).
+:mod:`mpiflow.core.all_reduce_form` holds the table (how each library runs its all-reduce
+fastest); this module applies it to the MPI library mpi4py loaded, once per process:
+:func:`pieces` is ``(above, piece)``: buffers larger than ``above`` bytes are all-reduced in
+pieces of ``piece`` bytes, one call each (None: in one call); :func:`out_of_place_from` is the
+size from which a call copies its buffer into a :class:`Scratch` buffer and uses the
+out-of-place form, None when it never does (no library measured needs it). The fast paths
+(:mod:`.fast`) read both when they are made, so below the pieces' size they run exactly as
+before, with no test per call; :func:`set_form` and :func:`set_pieces` change them for the
+whole process (the tests force every combination with them). :func:`all_reduce_formed` is the
+general path's blocking call in the form in force.
 
 Examples:
     >>> out_of_place_from() is None or out_of_place_from() >= 0
     True
+    >>> set_pieces(4096); pieces()
+    (4096, 4096)
+    >>> set_pieces(None)
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ from mpi4py import MPI
 
 from ..core import all_reduce_form as table
 
-__all__ = ["Scratch", "describe", "library_version", "on_change", "out_of_place_from",
-           "set_form"]
+__all__ = ["Scratch", "all_reduce_formed", "describe", "library_version", "on_change",
+           "out_of_place_from", "pieces", "set_form", "set_pieces"]
 
-_state: dict[str, Any] = {}  # "form": the form set in the process (None: the environment's)
+# "form", "pieces": the settings made in the process (None: the environment's); "from",
+# "in pieces": what they come to, computed once.
+_state: dict[str, Any] = {}
 _listeners: list[Callable[[], None]] = []
 
 
@@ -53,6 +61,41 @@ def out_of_place_from() -> int | None:
             library_version(), os.environ, form)
     result: int | None = _state["from"]
     return result
+
+
+def pieces() -> tuple[int, int] | None:
+    """``(above, piece)``: buffers larger than ``above`` bytes are all-reduced in pieces of
+    ``piece`` bytes; None: in one call. Computed once (table and environment).
+
+    Raises:
+        ValueError: ``MPIFLOW_ALLREDUCE_PIECES`` holds something other than ``auto``, ``off``
+            or a size in bytes.
+    """
+    if "in pieces" not in _state:
+        _state["in pieces"] = table.pieces(library_version(), os.environ, _state.get("pieces"))
+    result: tuple[int, int] | None = _state["in pieces"]
+    return result
+
+
+def set_pieces(setting: str | int | None) -> None:
+    """All-reduce in pieces as ``setting`` says from now on: ``"auto"`` (the table), ``"off"``
+    (one call), a piece size in bytes (for buffers larger than it), or None:
+    ``MPIFLOW_ALLREDUCE_PIECES``'s again. Every rank must make the same call before its next
+    all-reduce (the pieces are calls that must match).
+
+    Raises:
+        ValueError: any other setting, or a size below 1 byte.
+    """
+    if type(setting) is int:
+        if setting < 1:
+            raise ValueError(f"an all-reduce piece must be at least 1 byte, got {setting}")
+    elif setting is not None and setting not in ("auto", "off"):
+        raise ValueError(f"the all-reduce pieces must be auto, off or a size in bytes, got "
+                         f"{setting!r}")
+    _state["pieces"] = setting
+    _state.pop("in pieces", None)
+    for listener in _listeners:
+        listener()
 
 
 def set_form(form: str | int | None) -> None:
@@ -83,15 +126,49 @@ def set_form(form: str | int | None) -> None:
 
 
 def on_change(listener: Callable[[], None]) -> None:
-    """Call ``listener`` after every :func:`set_form` (the fast paths remake their all-reduce)."""
+    """Call ``listener`` after every :func:`set_form` and :func:`set_pieces` (the fast paths
+    remake their all-reduce)."""
     _listeners.append(listener)
 
 
 def describe() -> str:
     """The form in force, for ``python -m mpiflow info``."""
     form = _state.get("form")
-    return table.describe_form(library_version(), os.environ, out_of_place_from(),
-                               "size" if type(form) is int else form)
+    return (table.describe_form(library_version(), os.environ, out_of_place_from(),
+                                "size" if type(form) is int else form)
+            + "; " + table.describe_pieces(library_version(), os.environ, pieces(),
+                                           _state.get("pieces")))
+
+
+def all_reduce_formed(allreduce: Callable[..., Any], stage: numpy.ndarray,
+                      spec: Callable[[numpy.ndarray], Any], op: Any, scratch: Scratch) -> None:
+    """All-reduce the C-contiguous ``stage`` in place, blocking, in the form in force.
+
+    In :func:`pieces` (element-aligned, the same on every rank: they have the same dtype and
+    count), each in place or, from :func:`out_of_place_from` bytes, from a copy in
+    ``scratch``. The fast paths (:mod:`.fast_all_reduce`) cut the same pieces, so a call may
+    take a fast path on one rank and this one on another.
+
+    Args:
+        allreduce: the communicator's ``Allreduce``.
+        stage: the buffer (the general path's staged copy or the caller's own).
+        spec: makes the MPI buffer argument of a part of ``stage`` (datatype, count).
+        op: the MPI op.
+        scratch: the communicator's scratch buffer.
+    """
+    oop_from, in_pieces = out_of_place_from(), pieces()
+    flat = stage.reshape(-1)
+    step = flat.size or 1
+    if in_pieces is not None and stage.nbytes > in_pieces[0]:
+        step = max(1, in_pieces[1] // stage.itemsize)
+    for start in range(0, flat.size or 1, step):
+        part = flat[start:start + step]
+        if oop_from is not None and part.nbytes >= oop_from:
+            send = scratch.like(part)
+            numpy.copyto(send, part)
+            allreduce(spec(send), spec(part), op)
+        else:
+            allreduce(MPI.IN_PLACE, spec(part), op)
 
 
 class Scratch:

@@ -1,9 +1,12 @@
-"""The all-reduce's form (mpiflow.communication.form): in place, or out of place from a copy.
+"""The all-reduce's form (mpiflow.communication.form): whole or in pieces, in place or out of
+place from a copy.
 
 Every path that all-reduces (the fast paths of numpy arrays and torch tensors, the general
 path's staged, averaged and user-defined reductions) must give the same values, bit for bit,
 in either form; each test forces the form (and a size threshold between its sizes) on every
-rank alike and compares with numpy on the full logical value.
+rank alike and compares with numpy on the full logical value. In pieces, every path must cut
+the same pieces (a call may take a fast path on one rank and the general path on another) and
+give the bits of raw MPI calls on those pieces.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from numpy.testing import assert_array_equal
 
 import mpiflow.distributed as dist
 from mpiflow.communication import MPICommunicator, ReduceOp, fast
-from mpiflow.communication.form import out_of_place_from, set_form
+from mpiflow.communication.form import out_of_place_from, pieces, set_form, set_pieces
 from mpiflow.communication.mpi.group import world_comm
 
 pytestmark = pytest.mark.mpi
@@ -36,6 +39,7 @@ def _form_restored() -> Any:
     yield
     due[0] = saved
     set_form(None)
+    set_pieces(None)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +148,102 @@ def test_torch_backend_in_every_form(form):
         strided = data[RANK].clone()[::2]
         tdist.all_reduce(strided, op=tdist.ReduceOp.AVG)  # the general path
         torch.testing.assert_close(strided, data.mean(dim=0)[::2])
+    finally:
+        if made:
+            tdist.destroy_process_group()
+
+
+PIECE = 1024  # bytes: LARGE float32 elements go in 17 pieces, the last of 3 elements
+
+
+def raw_in_pieces(x: numpy.ndarray, piece: int = PIECE) -> numpy.ndarray:
+    """``x`` all-reduced by raw MPI calls on the pieces mpiflow cuts: the bits to expect."""
+    out = numpy.ascontiguousarray(x).copy()
+    flat = out.reshape(-1)
+    step = max(1, piece // out.itemsize)
+    for start in range(0, flat.size, step):
+        MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, flat[start:start + step], MPI.SUM)
+    return out
+
+
+def test_set_pieces_remakes_the_fast_paths_and_refuses_nonsense(comm):
+    set_pieces("off")
+    assert pieces() is None
+    whole = comm.fast.all_reduce
+    set_pieces(PIECE)
+    assert pieces() == (PIECE, PIECE)
+    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"] is not whole
+    for bad in (0, "on"):
+        with pytest.raises(ValueError, match=r"at least 1 byte|auto, off or a size in bytes"):
+            set_pieces(bad)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("shape", [(LARGE,), (LARGE, 3), (SMALL,)])
+def test_fast_path_in_pieces_gives_the_raw_pieces_bits(form, shape):
+    data = rows(int(numpy.prod(shape)), salt=len(shape)).reshape(SIZE, *shape)
+    set_form(form)
+    set_pieces(PIECE)
+    got = data[RANK].copy()
+    dist.all_reduce(got)
+    assert_array_equal(got, raw_in_pieces(data[RANK]))
+    numpy.testing.assert_allclose(got, data.sum(axis=0, dtype="f8"), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_general_path_in_pieces(comm, form):
+    set_form(form)
+    set_pieces(PIECE)
+    data = rows(2 * LARGE, "f8", salt=11)
+    strided = data[RANK].copy()[::2]  # staged through a copy, cut as the fast path cuts
+    comm.all_reduce(strided)
+    assert_array_equal(strided, raw_in_pieces(data[RANK][::2]))
+    average = data[RANK].copy()
+    comm.all_reduce(average, ReduceOp.AVG)
+    numpy.testing.assert_allclose(average, data.mean(axis=0), rtol=1e-12, atol=1e-15)
+    small = numpy.full(LARGE, 100 + RANK, numpy.uint8)  # mpiflow's own op where MPI's differs
+    comm.all_reduce(small)
+    assert_array_equal(small, sum(100 + r for r in range(SIZE)) % 256)
+    started = data[RANK].copy()
+    comm.all_reduce(started, async_op=True).wait()  # non-blocking: one call
+    numpy.testing.assert_allclose(started, data.sum(axis=0), rtol=1e-12)
+
+
+def test_ranks_on_different_paths_cut_the_same_pieces():
+    set_pieces(PIECE)
+    data = rows(2 * LARGE, "f8", salt=13)
+    # Even ranks pass a strided view (the general path), odd ones a contiguous copy of the
+    # same values (the fast path): the calls must match piece by piece.
+    mine = data[RANK][::2]
+    x = mine.copy() if RANK % 2 else data[RANK].copy()[::2]
+    dist.all_reduce(x)
+    assert_array_equal(x, raw_in_pieces(mine))
+
+
+def test_torch_backend_in_pieces():
+    torch = pytest.importorskip("torch")
+    tdist = pytest.importorskip("torch.distributed")
+    import mpiflow.torch  # noqa: F401 - registers the backend
+
+    made = not tdist.is_initialized()
+    if made:
+        tdist.init_process_group("mpiflow")
+    try:
+        set_pieces(PIECE)
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            data = torch.from_numpy(rows(LARGE, salt=5)).to(dtype)
+            got = data[RANK].clone()
+            tdist.all_reduce(got)  # the address fast path, in pieces of whole elements
+            # Odd ranks again on the fast path, even ones on the general path (a strided
+            # view of the same values): the calls must match piece by piece.
+            mixed = data[RANK].clone() if RANK % 2 else \
+                torch.stack([data[RANK], data[RANK]], dim=1)[:, 0]
+            tdist.all_reduce(mixed)
+            assert torch.equal(mixed, got)
+            if dtype is not torch.bfloat16:
+                want = raw_in_pieces(data[RANK].numpy())
+                assert torch.equal(got, torch.from_numpy(want))
+            torch.testing.assert_close(got, data.double().sum(dim=0).to(dtype))
     finally:
         if made:
             tdist.destroy_process_group()

@@ -7,10 +7,14 @@ import pytest
 from mpiflow.core.all_reduce_form import (
     ENV_VAR,
     FORM_TABLE,
+    PIECES_VAR,
     describe_form,
+    describe_pieces,
     form_setting,
     library_version_numbers,
     out_of_place_from,
+    pieces,
+    pieces_setting,
 )
 
 INTEL = "Intel(R) MPI Library 2021.18.1 for Linux* OS"
@@ -27,16 +31,19 @@ def test_version_numbers(version, numbers):
 
 
 def test_the_table_picks_by_library_version_and_size():
-    (intel,) = [r for r in FORM_TABLE if r.family == "intel"]
-    assert out_of_place_from(INTEL, {}) == intel.out_of_place_from > 0
-    assert out_of_place_from(INTEL_NEXT, {}) is None  # outside the measured version range
-    assert out_of_place_from(MPICH, {}) is None
-    assert out_of_place_from(OPEN_MPI, {}) is None
-    assert out_of_place_from("some other MPI 1.0", {}) is None
+    rows = {r.family: r for r in FORM_TABLE}
+    assert pieces(INTEL, {}) == rows["intel"].pieces == (2 << 20, 1 << 20)
+    assert pieces(MPICH, {}) == rows["mpich"].pieces == (16 << 20, 8 << 20)
+    assert pieces(OPEN_MPI, {}) == rows["openmpi"].pieces == (8 << 20, 8 << 20)
+    assert pieces(INTEL_NEXT, {}) is None  # outside the measured version range
+    assert pieces("MPICH Version: 4.2.0", {}) is None
+    assert pieces("some other MPI 1.0", {}) is None
+    for library in (INTEL, INTEL_NEXT, MPICH, OPEN_MPI, "some other MPI 1.0"):
+        assert out_of_place_from(library, {}) is None  # no library measured needs the copy
 
 
 @pytest.mark.parametrize("value, intel, mpich", [
-    ("", 32 << 20, None), ("auto", 32 << 20, None), (" In_Place ", None, None),
+    ("", None, None), ("auto", None, None), (" In_Place ", None, None),
     ("out_of_place", 0, 0)])
 def test_the_environment_overrides_the_table(value, intel, mpich):
     environ = {ENV_VAR: value}
@@ -44,10 +51,28 @@ def test_the_environment_overrides_the_table(value, intel, mpich):
     assert out_of_place_from(MPICH, environ) == mpich
 
 
+@pytest.mark.parametrize("value, intel, other", [
+    ("", (2 << 20, 1 << 20), None), (" Auto ", (2 << 20, 1 << 20), None), ("off", None, None),
+    ("4096", (4096, 4096), (4096, 4096))])
+def test_the_environment_sets_the_pieces(value, intel, other):
+    environ = {PIECES_VAR: value}
+    assert pieces(INTEL, environ) == intel
+    assert pieces("some other MPI 1.0", environ) == other
+    assert pieces(INTEL, environ, "off") is None  # an argument overrides the environment
+    assert pieces(MPICH, environ, 64) == (64, 64)
+
+
+@pytest.mark.parametrize("bad", ["on", "0", "-8", "1.5", "8MiB"])
+def test_a_bad_pieces_setting_says_what_it_takes(bad):
+    with pytest.raises(ValueError, match=f"{PIECES_VAR} must be auto, off or a piece size in "
+                                         f"bytes \\(at least 1\\), got '{bad}'"):
+        pieces_setting({PIECES_VAR: bad})
+
+
 def test_a_form_argument_overrides_the_environment():
     environ = {ENV_VAR: "in_place"}
     assert out_of_place_from(MPICH, environ, form="out_of_place") == 0
-    assert out_of_place_from(INTEL, environ, form="auto") == 32 << 20
+    assert out_of_place_from(INTEL, environ, form="auto") is None
 
 
 @pytest.mark.parametrize("bad", ["inplace", "1", "out-of-place"])
@@ -60,12 +85,23 @@ def test_a_bad_setting_names_the_choices(bad):
 
 
 def test_describe_says_the_form_and_why():
-    assert describe_form(MPICH, {}) == "in place at every size (auto: no row for MPICH)"
-    assert describe_form(INTEL, {}) == ("in place below 32 MiB, out of place from 32 MiB up "
-                                        "(auto: the row of Intel MPI 2021)")
+    assert describe_form(MPICH, {}) == "in place at every size (auto: the row of MPICH 5)"
+    assert describe_form("some other MPI 1.0", {}) == (
+        "in place at every size (auto: no row for this library)")
     assert describe_form(OPEN_MPI, {ENV_VAR: "out_of_place"}) == (
         f"out of place at every size ({ENV_VAR}=out_of_place)")
     assert describe_form(INTEL, {}, None, "in_place") == (
         "in place at every size (set to in_place in this process)")
     assert describe_form(MPICH, {}, 1000, "size") == (
         "in place below 1000 B, out of place from 1000 B up (set in this process)")
+
+
+def test_describe_says_the_pieces_and_why():
+    assert describe_pieces(INTEL, {}) == (
+        "in pieces of 1 MiB above 2 MiB (auto: the row of Intel MPI 2021)")
+    assert describe_pieces(INTEL_NEXT, {}) == (
+        "in one call at every size (auto: no row for Intel MPI)")
+    assert describe_pieces(OPEN_MPI, {PIECES_VAR: "off"}) == (
+        f"in one call at every size ({PIECES_VAR}=off)")
+    assert describe_pieces(MPICH, {}, (4096, 4096), 4096) == (
+        "in pieces of 4 KiB above 4 KiB (set in this process)")

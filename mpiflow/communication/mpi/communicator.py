@@ -27,7 +27,7 @@ from ...core.completion import chain as _chain
 from ...core.message_size import MessageSizeError
 from ...core.reduce_op import ReduceOp
 from ..fast import FastPaths, concurrent_use
-from ..form import out_of_place_from
+from ..form import all_reduce_formed, out_of_place_from, pieces
 from ..watchdog import monitor as watchdog
 from ..watchdog.failure import collective_failed
 from ..watchdog.monitor import operation_of
@@ -249,22 +249,19 @@ class MPICommunicator(Communicator):
         spec = plan.spec(stage)
         comm = self.mpi_comm
         finalize = _chain(self._average(stage) if plan.average else None, write_back)
-        oop_from = out_of_place_from()  # the blocking call's form (.form); non-blocking: in place
+        # The blocking call's form (.form): in pieces, out of place; non-blocking: whole, in place.
+        oop_from, in_pieces = out_of_place_from(), pieces()
 
         def start() -> MPI.Request:
             return comm.Iallreduce(_IN_PLACE, spec, plan.op)
 
-        if oop_from is None or stage.nbytes < oop_from or async_op:
+        if async_op or ((oop_from is None or stage.nbytes < oop_from)
+                        and (in_pieces is None or stage.nbytes <= in_pieces[0])):
             return self.run(lambda: comm.Allreduce(_IN_PLACE, spec, plan.op), start,
                             async_op, finalize, stage)
-        scratch = self.fast.scratch  # out of place from a copy, made inside run's checks
-
-        def out_of_place() -> None:
-            send = scratch.like(stage)
-            numpy.copyto(send, stage)
-            comm.Allreduce(plan.spec(send), spec, plan.op)
-
-        return self.run(out_of_place, start, False, finalize, stage)
+        return self.run(lambda: all_reduce_formed(comm.Allreduce, stage, plan.spec, plan.op,
+                                                  self.fast.scratch),
+                        start, False, finalize, stage)
 
     def reduce(self, buf: Array, op: ReduceOp, root: int,
                async_op: bool = False) -> Work | None:
