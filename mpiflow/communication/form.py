@@ -3,9 +3,12 @@
 :mod:`mpiflow.core.all_reduce_form` holds the table (how each library runs its all-reduce
 fastest); this module applies it to the MPI library mpi4py loaded, once per process:
 :func:`pieces` is ``(above, piece)``: buffers larger than ``above`` bytes are all-reduced in
-pieces of ``piece`` bytes, one call each (None: in one call); :func:`out_of_place_from` is the
-size from which a call copies its buffer into a :class:`Scratch` buffer and uses the
-out-of-place form, None when it never does (no library measured needs it). The fast paths
+pieces of ``piece`` bytes, one call each (None: in one call); the table's pieces apply to jobs
+on one node, where they were measured (across nodes the libraries' own algorithms for large
+messages, tuned for networks, get the whole buffer; a size set explicitly applies anyway);
+:func:`out_of_place_from` is the size from which a call copies its buffer into a
+:class:`Scratch` buffer and uses the out-of-place form, None when it never does (no library
+measured needs it). The fast paths
 (:mod:`.fast`) read both when they are made, so below the pieces' size they run exactly as
 before, with no test per call; :func:`set_form` and :func:`set_pieces` change them for the
 whole process (the tests force every combination with them). :func:`all_reduce_formed` is the
@@ -72,7 +75,11 @@ def pieces() -> tuple[int, int] | None:
             or a size in bytes.
     """
     if "in pieces" not in _state:
-        _state["in pieces"] = table.pieces(library_version(), os.environ, _state.get("pieces"))
+        setting = _state.get("pieces")
+        in_pieces = table.pieces(library_version(), os.environ, setting)
+        if _nodes() > 1 and (setting or table.pieces_setting(os.environ)) == "auto":
+            in_pieces = None  # the table's pieces are measured on one node (see describe)
+        _state["in pieces"] = in_pieces
     result: tuple[int, int] | None = _state["in pieces"]
     return result
 
@@ -136,8 +143,22 @@ def describe() -> str:
     form = _state.get("form")
     return (table.describe_form(library_version(), os.environ, out_of_place_from(),
                                 "size" if type(form) is int else form)
-            + "; " + table.describe_pieces(library_version(), os.environ, pieces(),
-                                           _state.get("pieces")))
+            + "; " + _describe_pieces())
+
+
+def _nodes() -> int:
+    from ..runtime import topology  # the job's node count, found when MPI started
+
+    return topology.node_size
+
+
+def _describe_pieces() -> str:
+    setting = _state.get("pieces")
+    if _nodes() > 1 and pieces() is None and \
+            (setting or table.pieces_setting(os.environ)) == "auto":
+        return (f"in one call at every size (auto: the job spans {_nodes()} nodes, and the "
+                f"table's pieces are measured on one)")
+    return table.describe_pieces(library_version(), os.environ, pieces(), setting)
 
 
 def all_reduce_formed(allreduce: Callable[..., Any], stage: numpy.ndarray,

@@ -67,3 +67,6 @@ def test_info_counts_the_nodes_of_a_simulated_two_node_job() -> None:
     assert job.returncode == 0, job.stderr
     assert re.search(r"^nodes +: 2$", job.stdout, re.M), job.stdout
     assert re.search(r"^ranks on this node +: 2$", job.stdout, re.M), job.stdout
+    # The table's all-reduce pieces are measured on one node: across nodes, one call.
+    assert re.search(r"; in one call at every size \(auto: the job spans 2 nodes",
+                     job.stdout, re.M), job.stdout
