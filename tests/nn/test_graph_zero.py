@@ -1,7 +1,10 @@
-"""ZeRO stage 2 of nn.Graph (mpiflow/nn/graph/zero.py): the gradients of data-parallel
-parameters reduce-scattered into their shards; the bits of stage 0 (no ZeRO) where the two
+"""ZeRO stages 2 and 3 of nn.Graph (mpiflow/nn/graph/zero.py, zero3.py): the gradients of
+data-parallel parameters reduce-scattered into their shards (and with stage 3 the parameters
+stored as their shards, gathered where read); the bits of stage 0 (no ZeRO) where the two
 reductions add in the same order (2 ranks; any rank count with deterministic algorithms),
-rounding-close otherwise; each rank holding about 1/N of the gradients."""
+rounding-close otherwise, and stage 3 always stage 2's bits; each rank holding about 1/N of the
+gradients (and of the parameters between stage-3 calls). The hidden layer's 3N+1 rows split
+unevenly at every rank count."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import mpiflow as flow
 from mpiflow import nn
+from mpiflow.nn.graph import GraphModule
+from mpiflow.nn.graph.zero3 import is_materialized, is_sharded
 
 SIZE = flow.env.get_world_size()
 
@@ -31,8 +36,8 @@ class Train(nn.Graph):
         return loss
 
 
-def _run(stage: int, steps: int, optimizer: str, clip: bool) -> tuple[list[numpy.ndarray],
-                                                                       list[numpy.ndarray], int]:
+def _run(stage: int, steps: int, optimizer: str, clip: bool
+         ) -> tuple[list[numpy.ndarray], list[numpy.ndarray], tuple[int, int]]:
     placement = flow.placement("cpu", list(range(SIZE)))
     rng = numpy.random.default_rng(3)
     x, y = (flow.tensor(rng.standard_normal((4 * SIZE + 4, n)).astype(numpy.float32))
@@ -48,25 +53,33 @@ def _run(stage: int, steps: int, optimizer: str, clip: bool) -> tuple[list[numpy
            else flow.optim.Adam([group], lr=0.01))
     graph = Train(m, opt, stage, steps)
     losses = [graph(x, y).to_local().numpy() for _ in range(3)]
-    return losses, [p.to_local().numpy() for p in m.parameters()], graph.grad_bytes
+    held = (graph.grad_bytes, graph.param_bytes)  # before reading the parameters gathers them
+    return losses, [p.to_local().numpy() for p in m.parameters()], held
 
 
 @pytest.mark.mpi
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 @pytest.mark.parametrize("steps", [1, 2])
-def test_stage2_gives_stage0_bits(optimizer: str, steps: int) -> None:
+@pytest.mark.parametrize("stage", [2, 3])
+def test_stages_2_and_3_give_stage0_bits(stage: int, optimizer: str, steps: int) -> None:
     deterministic = SIZE > 2  # MPI may add 3-4 ranks' values in another order per collective
     flow.use_deterministic_algorithms(deterministic)
     try:
         want_losses, want_params, whole = _run(0, steps, optimizer, False)
-        got_losses, got_params, sharded = _run(2, steps, optimizer, False)
+        got_losses, got_params, sharded = _run(stage, steps, optimizer, False)
     finally:
         flow.use_deterministic_algorithms(False)
     for got, want in zip(got_losses + got_params, want_losses + want_params):
         assert_array_equal(got, want)
-    if SIZE > 1:  # every parameter is sharded (shard_min_size=1): rows of 1/N each
-        assert sharded <= whole * (1 / SIZE + 0.2), (sharded, whole)
+    # (gradient, parameter) bytes held: every parameter is sharded (shard_min_size=1), rows
+    # of 1/N each; the parameters only with stage 3.
+    if SIZE > 1:
+        assert sharded[0] <= whole[0] * (1 / SIZE + 0.2), (sharded, whole)
+        if stage == 3:
+            assert sharded[1] <= whole[1] * (1 / SIZE + 0.2), (sharded, whole)
+        else:
+            assert sharded[1] == whole[1]
     else:
         assert sharded == whole
 
@@ -79,14 +92,20 @@ def test_stage2_without_exact_sums_and_with_clipping_is_close() -> None:
         got_losses, got_params, _ = _run(2, 2, "sgd", clip)
         for got, want in zip(got_losses + got_params, want_losses + want_params):
             assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        # Stage 3: the same reduce-scatter, clipping and update as stage 2, so its bits.
+        third_losses, third_params, _ = _run(3, 2, "sgd", clip)
+        for got, want in zip(third_losses + third_params, got_losses + got_params):
+            assert_array_equal(got, want)
 
 
-def test_stage3_is_not_implemented() -> None:
+def test_enable_zero_stages() -> None:
     config = nn.Graph().config
-    with pytest.raises(NotImplementedError, match="stage 3"):
-        config.enable_zero(True, stage=3)
-    config.enable_zero(False, stage=3)  # off: nothing to refuse
+    config.enable_zero(True, stage=3)
+    assert config.zero_stage == 3
+    config.enable_zero(False, stage=3)
     assert config.zero_stage == 0
+    with pytest.raises(ValueError, match="1, 2 or 3"):
+        config.enable_zero(True, stage=4)
 
 
 @pytest.mark.mpi(min_size=2)
@@ -104,3 +123,84 @@ def test_stage2_redirects_gradients_during_its_calls_only() -> None:
     m.bias.grad = None
     graph(x, y)
     assert m.weight.grad is None
+
+
+class _Mixed(nn.Module):
+    """A shardable weight (B, 6(2N+1) elements), a bias under shard_min_size, a model-parallel
+    (S(0)) Linear and a small B parameter: only the first is sharded."""
+
+    def __init__(self, placement: flow.placement) -> None:
+        super().__init__()
+        self.dp = nn.Linear(6, 2 * SIZE + 1).to_global(placement, flow.sbp.broadcast)
+        # Each rank's (2, 2N+1) weight is its shard of the (2N, 2N+1) global one.
+        self.mp = nn.Linear(2 * SIZE + 1, 2).to_global(placement, flow.sbp.split(0))
+        self.scale = nn.Parameter(flow.ones(2 * SIZE).to_global(placement, flow.sbp.broadcast))
+
+    def forward(self, x: flow.Tensor) -> flow.Tensor:
+        return self.mp(flow.relu(self.dp(x))).to_global(sbp=flow.sbp.broadcast) * self.scale
+
+
+class _Eval(nn.Graph):
+    def __init__(self, m: nn.Module) -> None:
+        super().__init__()
+        self.m = m
+
+    def build(self, x: flow.Tensor) -> flow.Tensor:
+        return self.m(x)
+
+
+def _run_mixed(stage: int) -> dict[str, numpy.ndarray]:
+    placement = flow.placement("cpu", list(range(SIZE)))
+    rng = numpy.random.default_rng(5)
+    x, y = (flow.tensor(rng.standard_normal((4 * SIZE, n)).astype(numpy.float32))
+            .to_global(placement, flow.sbp.broadcast).to_global(placement, flow.sbp.split(0))
+            for n in (6, 2 * SIZE))
+    flow.manual_seed(1)
+    m = _Mixed(placement)
+    graph = Train(m, flow.optim.Adam(m.parameters(), lr=0.01), 0, 1)
+    graph.m.dp.to(GraphModule).activation_checkpointing = True
+    if stage:
+        graph.config.enable_zero(True, stage=stage, shard_min_size=6 * 3)
+    out = {f"loss{i}": graph(x, y).to_local().numpy() for i in range(2)}
+    weight = m.dp.weight
+    if stage == 3:
+        assert is_sharded(weight) == (SIZE > 1)
+        assert not any(is_sharded(p) for p in (m.dp.bias, m.mp.weight, m.mp.bias, m.scale))
+        assert is_materialized(weight) == (SIZE == 1)  # let go after the update
+        assert all(plan.frees is not None for plan in graph.plans) == (SIZE > 1)
+    out["held"] = numpy.array(graph.param_bytes)
+    # Eager views after a call: the module, its state_dict, the graph's, a second graph's.
+    out["eager"] = m(x).to_local().numpy()
+    out["eval"] = _Eval(m)(x).to_local().numpy()
+    assert_array_equal(out["eval"], out["eager"])
+    for key, value in m.state_dict().items():
+        out[key] = value.to_local().numpy().copy()
+    for key, value in graph.state_dict()["m"].items():
+        assert_array_equal(value.to_local().numpy(), out[key])
+    # Eager writes between calls reach the next call: an init, and load_state_dict.
+    saved = {k: v.clone() for k, v in m.state_dict().items()}
+    nn.init.constant_(m.dp.weight, 0.05)
+    out["loss2"] = graph(x, y).to_local().numpy()
+    m.load_state_dict(saved)
+    out["loss3"] = graph(x, y).to_local().numpy()
+    out["weight"] = weight.to_local().numpy()
+    return out
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_stage3_mixed_parameters_checkpointing_and_eager_views() -> None:
+    flow.use_deterministic_algorithms(SIZE > 2)
+    try:
+        want = _run_mixed(0)
+        got = _run_mixed(3)
+    finally:
+        flow.use_deterministic_algorithms(False)
+    held, whole = int(got.pop("held")), int(want.pop("held"))
+    assert set(got) == set(want)
+    for key in want:
+        assert_array_equal(got[key], want[key], err_msg=key)
+    # Between calls only the sharded weight is down to its rows.
+    rows = (2 * SIZE + 1) // SIZE + 1
+    weight_bytes = 6 * (2 * SIZE + 1) * 4
+    assert whole - weight_bytes < held <= whole - weight_bytes + 6 * rows * 4, (held, whole)

@@ -20,8 +20,12 @@ rounding. Clipping (parameter groups with ``clip_grad_max_norm``) then takes the
 shards: the same norm, its partial sums added in another order, so clipped updates agree to
 rounding.
 
-Stage 3 (parameters sharded too) is not implemented: ``enable_zero(stage=3)`` raises
-``NotImplementedError``.
+Stage 3 shards the parameters too (:mod:`mpiflow.nn.graph.zero3`): the shard becomes the
+parameter's storage. Its whole value is all-gathered from the shards when the graph (or eager
+code) reads it and let go after the update (and, in a replayed plan, after the last step that
+reads it), so between calls each rank holds about ``1/N`` of each sharded parameter. The
+gradients take stage 2's path (reduce-scattered into the shards), the update is stage 2's, and
+the gather copies rows exactly: stage 3 gives stage 2's bits.
 
 Examples:
     >>> p = nn.Parameter(flow.ones(4))
@@ -40,6 +44,7 @@ from ...autograd.graph import redirect_grad
 from ...layouts.sbp import Broadcast, Split
 from ...tensors.tensor import Tensor
 from ..utils import clip_grad_norm_
+from . import zero3
 
 __all__ = ["Zero", "state_bytes"]
 
@@ -68,7 +73,9 @@ class Zero:
             params = []
             for p in whole:
                 if _shardable(p, min_size) and not any(k is p for k in optim.state):
-                    shard = _shard_of(p)
+                    shard = zero3.shard_of(p) if zero3.is_sharded(p) else _shard_of(p)
+                    if stage >= 3 and not zero3.is_sharded(p):
+                        zero3.shard_parameter(p, shard)
                     self.pairs.append((p, shard))
                     params.append(shard)
                 else:
@@ -106,7 +113,9 @@ class Zero:
                     shard.grad = None if g is None else _shard_of(g)
             self.optim.step()
             for p, shard in self.pairs:
-                if shard.grad is not None:
+                if zero3.is_sharded(p):  # stage 3: the shard is the storage; let the whole go
+                    zero3.release(p)
+                elif shard.grad is not None:
                     whole = shard.to_global(p.placement, p.sbp)
                     p._data[...] = whole._data
                     p._version += 1
@@ -116,10 +125,17 @@ class Zero:
     def redirect(self, on: bool) -> None:
         """Stage 2: send (``on``) or stop sending the parameters' gradients to their shards.
         The graph turns it on for its calls only, so the modules used eagerly between calls
-        get their own gradients."""
-        if self.stage >= 2:
-            for p, shard in self.pairs:
+        get their own gradients. Stage 3, ``on``: first copy into the shards what eager code
+        wrote into the parameters since the last update (:func:`~.zero3.sync`)."""
+        for p, shard in self.pairs:
+            if on:
+                zero3.sync(p)
+            if self.stage >= 2:
                 redirect_grad(p, shard if on else None)
+
+    def parameters(self) -> list[Tensor]:
+        """The stage-3 parameters (whose storage is their shard)."""
+        return [p for p, _ in self.pairs if zero3.is_sharded(p)]
 
 
 def _shard_of(t: Tensor) -> Tensor:
