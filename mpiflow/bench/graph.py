@@ -66,7 +66,8 @@ class GraphRow:
 class GraphResult:
     """The rows of one run, its rank count, the per-rank bytes (max over ranks) of the 1M
     model with Adam (:func:`zero_state_bytes`: optimizer states unsharded, ZeRO stage 1,
-    stage 2; gradients unsharded, stage 2; None: not measured), the pipeline row."""
+    stage 2; gradients unsharded, stage 2; parameters held between steps unsharded, stage 3;
+    None: not measured), the pipeline row."""
 
     nranks: int
     rows: tuple[GraphRow, ...]
@@ -76,8 +77,8 @@ class GraphResult:
     def to_json(self) -> dict[str, Any]:
         return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows],
                 "zero_state_bytes": None if self.zero is None else
-                dict(zip(("unsharded", "zero1", "zero2", "grad_unsharded", "grad_zero2"),
-                         self.zero)),
+                dict(zip(("unsharded", "zero1", "zero2", "grad_unsharded", "grad_zero2",
+                          "param_unsharded", "param_zero3"), self.zero)),
                 "pipeline": None if self.pipeline is None else self.pipeline.to_json()}
 
 
@@ -163,10 +164,11 @@ class _AdamStep(Graph):
         return loss
 
 
-def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int]:
+def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int, int, int]:
     """Per-rank bytes after one Adam step of ``model``'s graph (collective; parameters ``B``
     over every rank, batch ``S(0)``): optimizer states unsharded, with ZeRO stage 1, with
-    stage 2; gradients unsharded, with stage 2."""
+    stage 2; gradients unsharded (when the update begins), with stage 2; parameters held
+    after the step (between steps: ``graph.param_bytes``) unsharded, with stage 3."""
     from .. import nn, optim
     from ..communication.mpi.group import world_comm
     from ..layouts.placement import Placement
@@ -182,8 +184,8 @@ def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int]:
     x = tensor(rng.standard_normal((batch * size, widths[0]), dtype=numpy.float32))
     y = tensor(rng.integers(0, widths[-1], batch * size))
     x, y = (t.to_global(placement, Broadcast()).to_global(placement, Split(0)) for t in (x, y))
-    states, grads = [], []
-    for stage in (0, 1, 2):
+    states, grads, params = [], [], []
+    for stage in (0, 1, 2, 3):
         net = nn.Sequential(*[nn.Linear(a, b) for a, b in itertools.pairwise(widths)])
         net.to_global(placement, Broadcast())
         opt = optim.Adam(net.parameters(), lr=1e-3)
@@ -194,7 +196,8 @@ def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int]:
         graph(x, y)
         states.append(state_bytes(opt))
         grads.append(graph.grad_bytes)
-    return states[0], states[1], states[2], grads[0], grads[2]
+        params.append(graph.param_bytes)
+    return states[0], states[1], states[2], grads[0], grads[2], params[0], params[3]
 
 
 def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m", JOB_MODEL)
@@ -262,6 +265,10 @@ def format_graph(result: GraphResult, markdown: bool = False) -> str:
                      f"({result.zero[1] / result.zero[0]:.2f}x), {mib[2]:.2f} MiB stage 2; "
                      f"gradients {mib[3]:.2f} MiB unsharded, {mib[4]:.2f} MiB stage 2 "
                      f"({result.zero[4] / max(result.zero[3], 1):.2f}x)")
+        if len(result.zero) > 5:
+            lines.append(f"ZeRO stage 3, parameters held between steps, per rank: "
+                         f"{mib[5]:.2f} MiB unsharded, {mib[6]:.2f} MiB stage 3 "
+                         f"({result.zero[6] / max(result.zero[5], 1):.2f}x)")
     if result.pipeline is not None:
         lines.append(format_pipeline(result.pipeline))
     return "\n".join(lines)

@@ -167,6 +167,9 @@ def _run_mixed(stage: int) -> dict[str, numpy.ndarray]:
         assert is_sharded(weight) == (SIZE > 1)
         assert not any(is_sharded(p) for p in (m.dp.bias, m.mp.weight, m.mp.bias, m.scale))
         assert is_materialized(weight) == (SIZE == 1)  # let go after the update
+        # Its dtype and repr read no value: no gather (a rank could print alone).
+        assert weight.dtype == flow.float32 and "tensor(" in repr(weight)
+        assert is_materialized(weight) == (SIZE == 1)
         assert all(plan.frees is not None for plan in graph.plans) == (SIZE > 1)
     out["held"] = numpy.array(graph.param_bytes)
     # Eager views after a call: the module, its state_dict, the graph's, a second graph's.

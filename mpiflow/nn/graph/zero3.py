@@ -10,17 +10,26 @@ The parameter stays the same object, of a subclass of its class whose ``_data`` 
 read: eager code, ``state_dict()`` and other graphs read the whole, current value as before.
 Reading it is a collective over the parameter's placement (an all-gather, once: the value is
 kept until the next graph call lets it go), so as with every global tensor all its ranks must
-read it. A whole value that is present when a graph call begins is the parameter's value (eager
-code may have written into it: ``load_state_dict``, an init function): :func:`sync` copies its
-rows into the shard, then the call goes on from there. Tensors that alias the parameter's array
-(``p.detach()``, a view, a ``state_dict()`` entry) keep the value they had when the graph next
-updates the parameter: read the parameter again for the new value.
+read it. Its dtype, element size and ``repr`` read no value and do not communicate (the ``repr``
+of a let-go parameter shows its shard). A whole value that is present when a graph call begins
+is the parameter's value (eager code may have written into it: ``load_state_dict``, an init
+function): :func:`sync` copies its rows into the shard, then the call goes on from there.
+Tensors that alias the parameter's array (``p.detach()``, a view, a ``state_dict()`` entry)
+keep the value they had when the graph next updates the parameter: read the parameter again
+for the new value.
 
 Examples:
     >>> p = nn.Parameter(flow.ones(4))
     >>> shard = flow.zeros(4)           # on one rank the "shard" is the whole
     >>> shard_parameter(p, shard)
     >>> release(p); is_materialized(p)
+    False
+    >>> p.dtype, p.element_size()       # no gather
+    (mpiflow.float32, 4)
+    >>> p                               # no gather: the shard
+    Parameter (ZeRO stage 3: held as its S(0) shard, gathered when read):
+    tensor([0., 0., 0., 0.])
+    >>> is_materialized(p)
     False
     >>> p.detach()                      # read: gathered from the shard again
     tensor([0., 0., 0., 0.])
@@ -60,15 +69,29 @@ def _set(self: Tensor, value: Any) -> None:
     _SLOT.__set__(self, value)
 
 
+# What reads no value and so must not communicate: the dtype, the element size, the repr
+# (which shows a global tensor's local data only: here, while let go, the shard's rows).
 def _dtype(self: Tensor) -> Any:
-    return shard_of(self).dtype  # without a gather: reading the dtype is not a collective
+    return shard_of(self).dtype
+
+
+def _element_size(self: Tensor) -> int:
+    return int(shard_of(self)._data.dtype.itemsize)
 
 
 def _sharded_class(cls: type) -> type:
     sub = _CLASSES.get(cls)
     if sub is None:
+        def show(self: Tensor) -> str:
+            if is_materialized(self):
+                return str(cls.__repr__(self))  # type: ignore[call-arg]
+            return (f"{cls.__name__} (ZeRO stage 3: held as its S(0) shard, gathered when "
+                    f"read):\n{shard_of(self).detach()!r}")
+
         sub = type(cls.__name__, (cls,), {"__slots__": (), "_data": property(_get, _set),
                                           "dtype": property(_dtype),
+                                          "element_size": _element_size,
+                                          "__repr__": show,
                                           "__module__": cls.__module__,
                                           "__qualname__": cls.__qualname__})
         _CLASSES[cls] = sub
