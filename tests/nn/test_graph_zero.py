@@ -8,6 +8,9 @@ unevenly at every rank count."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -180,6 +183,10 @@ def _run_mixed(stage: int) -> dict[str, numpy.ndarray]:
         out[key] = value.to_local().numpy().copy()
     for key, value in graph.state_dict()["m"].items():
         assert_array_equal(value.to_local().numpy(), out[key])
+    # Copies (deepcopy, pickle: flow.save) are whole parameters of the parameter's own class.
+    for copied in (copy.deepcopy(m).dp.weight, pickle.loads(pickle.dumps(weight))):
+        assert type(copied) is nn.Parameter and not is_sharded(copied)
+        assert_array_equal(copied.to_local().numpy(), out["dp.weight"])
     # Eager writes between calls reach the next call: an init, and load_state_dict.
     saved = {k: v.clone() for k, v in m.state_dict().items()}
     nn.init.constant_(m.dp.weight, 0.05)

@@ -71,12 +71,17 @@ def _set(self: Tensor, value: Any) -> None:
 
 # What reads no value and so must not communicate: the dtype, the element size, the repr
 # (which shows a global tensor's local data only: here, while let go, the shard's rows).
+def _array_or_shard(self: Tensor) -> Any:
+    data = _SLOT.__get__(self, type(self))
+    return shard_of(self)._data if data is None else data
+
+
 def _dtype(self: Tensor) -> Any:
-    return shard_of(self).dtype
+    return Tensor(_array_or_shard(self)).dtype
 
 
 def _element_size(self: Tensor) -> int:
-    return int(shard_of(self)._data.dtype.itemsize)
+    return int(_array_or_shard(self).dtype.itemsize)
 
 
 def _sharded_class(cls: type) -> type:
@@ -88,7 +93,14 @@ def _sharded_class(cls: type) -> type:
             return (f"{cls.__name__} (ZeRO stage 3: held as its S(0) shard, gathered when "
                     f"read):\n{shard_of(self).detach()!r}")
 
+        def reduce(self: Tensor, protocol: Any) -> Any:
+            # Pickled (a copy: flow.save, deepcopy) as the parameter's own class, whole.
+            _get(self)
+            reduced: Any = object.__reduce_ex__(self, protocol)
+            return (_new, (cls,), *reduced[2:])
+
         sub = type(cls.__name__, (cls,), {"__slots__": (), "_data": property(_get, _set),
+                                          "__reduce_ex__": reduce,
                                           "dtype": property(_dtype),
                                           "element_size": _element_size,
                                           "__repr__": show,
@@ -96,6 +108,10 @@ def _sharded_class(cls: type) -> type:
                                           "__qualname__": cls.__qualname__})
         _CLASSES[cls] = sub
     return sub
+
+
+def _new(cls: type[Tensor]) -> Tensor:
+    return Tensor.__new__(cls)
 
 
 def shard_parameter(p: Tensor, shard: Tensor) -> None:
