@@ -7,7 +7,10 @@ is updated through a shard of it: a global tensor of the same value, split along
 the optimizer's states (momentum, Adam's moments) for its rows only, about ``1/N`` of them; after
 the update the rows are gathered back into the parameter (one all-gather per parameter). The
 updates are elementwise, so the parameters get the same bits as without ZeRO. Gradient
-clipping runs on the whole gradients before they are sharded, as without ZeRO.
+clipping runs on the whole gradients before they are sharded, as without ZeRO. What eager code
+writes into a parameter between the graph's calls (``load_state_dict``, an init function, any
+in-place op: the parameter's version changes) is copied into its shard when the next call
+begins, so the update goes on from the written value.
 
 Stage 2 also shards the gradients: during the graph's calls the parameter's gradients are
 accumulated into its shard (:func:`~mpiflow.autograd.graph.redirect_grad`), so the
@@ -86,6 +89,7 @@ class Zero:
                                   group.get("clip_grad_norm_type", 2.0)))
                 group["clip_grad_max_norm"] = None  # clipped here
             group["params"] = params
+        self.versions = [p._version for p, _ in self.pairs]  # as the shards last saw them
 
     @property
     def sharded(self) -> int:
@@ -113,23 +117,33 @@ class Zero:
                     shard.grad = None if g is None else _shard_of(g)
             self.optim.step()
             for p, shard in self.pairs:
-                if zero3.is_sharded(p):  # stage 3: the shard is the storage; let the whole go
-                    zero3.release(p)
+                if zero3.is_sharded(p) and zero3.shard_of(p) is shard:
+                    zero3.release(p)  # stage 3: the shard is the storage; let the whole go
                 elif shard.grad is not None:
                     whole = shard.to_global(p.placement, p.sbp)
                     p._data[...] = whole._data
                     p._version += 1
+            self.versions = [p._version for p, _ in self.pairs]
+            for p, shard in self.pairs:
                 shard.grad = None
                 p.grad = None
 
     def redirect(self, on: bool) -> None:
         """Stage 2: send (``on``) or stop sending the parameters' gradients to their shards.
         The graph turns it on for its calls only, so the modules used eagerly between calls
-        get their own gradients. Stage 3, ``on``: first copy into the shards what eager code
-        wrote into the parameters since the last update (:func:`~.zero3.sync`)."""
-        for p, shard in self.pairs:
+        get their own gradients. With ``on``, first copy into the shards what eager code
+        wrote into the parameters since the last update (an in-place write changes the
+        parameter's version; a stage-3 parameter's value present at all is its value:
+        :func:`~.zero3.sync`), so the update goes on from there."""
+        for i, (p, shard) in enumerate(self.pairs):
             if on:
-                zero3.sync(p)
+                if zero3.is_sharded(p):
+                    zero3.sync(p)
+                elif p._version != self.versions[i]:
+                    with no_grad():
+                        shard._data[...] = p.detach().to_global(shard.placement,
+                                                                shard.sbp)._data
+                    self.versions[i] = p._version
             if self.stage >= 2:
                 redirect_grad(p, shard if on else None)
 
