@@ -78,13 +78,11 @@ def test_stages_2_and_3_give_stage0_bits(stage: int, optimizer: str, steps: int)
     for got, want in zip(got_losses + got_params, want_losses + want_params):
         assert_array_equal(got, want)
     # (gradient, parameter) bytes held: every parameter is sharded (shard_min_size=1), rows
-    # of 1/N each; the parameters only with stage 3.
+    # of 1/N each; stage 3 holds the parameters' rows only, stage 2 them and the whole.
     if SIZE > 1:
         assert sharded[0] <= whole[0] * (1 / SIZE + 0.2), (sharded, whole)
-        if stage == 3:
-            assert sharded[1] <= whole[1] * (1 / SIZE + 0.2), (sharded, whole)
-        else:
-            assert sharded[1] == whole[1]
+        extra = 0 if stage == 3 else whole[1]
+        assert extra < sharded[1] <= extra + whole[1] * (1 / SIZE + 0.2), (sharded, whole)
     else:
         assert sharded == whole
 
@@ -213,8 +211,8 @@ def test_mixed_parameters_checkpointing_and_eager_views(stage: int) -> None:
     assert set(got) == set(want)
     for key in want:
         assert_array_equal(got[key], want[key], err_msg=key)
-    if stage < 3:
-        assert held == whole
+    if stage < 3:  # the parameters whole, and the shard's rows of the sharded weight
+        assert held > whole or SIZE == 1
         return
     # Between calls only the sharded weight is down to its rows.
     rows = (2 * SIZE + 1) // SIZE + 1

@@ -254,10 +254,14 @@ class Graph:
 
     @property
     def param_bytes(self) -> int:
-        """The bytes of parameter values this rank holds now for the graph's modules (ZeRO
-        stage 3, between calls: the shards' rows of the sharded parameters)."""
-        return sum(zero3.held_bytes(p) for m in self.modules()
-                   for p in m.parameters(recurse=False))
+        """The bytes of parameter values this rank holds now for the graph's modules, ZeRO's
+        shards included (stages 1-2: each sharded parameter whole and its shard's rows;
+        stage 3, between calls: the shard's rows only)."""
+        params = {id(p): p for m in self.modules() for p in m.parameters(recurse=False)}
+        shards = {id(s): s for zero in self._zeros() or [] for p, s in zero.pairs
+                  if id(p) in params and not zero3.is_sharded(p)}
+        return (sum(zero3.held_bytes(p) for p in params.values())
+                + sum(int(s._data.nbytes) for s in shards.values()))
 
     def _update(self) -> None:
         zeros = self._zeros()
