@@ -256,3 +256,38 @@ def test_stage3_lets_the_whole_parameters_go() -> None:
     freed = {id(f.args[0]): i for i, fs in enumerate(plan.frees) for f in fs}
     assert set(freed) == {id(p) for p in m.parameters()}
     assert freed[id(m[0].weight)] < plan.backward_at
+
+
+class _Unreplayable(nn.Graph):
+    """A build() with a random leaf that requires grad: traced, not replayed (eager calls)."""
+
+    def __init__(self, m: nn.Module, stage: int) -> None:
+        super().__init__()
+        self.m = m
+        self.add_optimizer(flow.optim.Adam(m.parameters(), lr=0.1))
+        if stage:
+            self.config.enable_zero(True, stage=stage, shard_min_size=1)
+
+    def build(self, x: flow.Tensor) -> flow.Tensor:
+        out = self.m(x)
+        noise = flow.rand(*out.shape, placement=out.placement, sbp=out.sbp, requires_grad=True)
+        loss = (out + noise * 0).sum()
+        loss.backward()
+        return loss
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(60)
+def test_stage3_in_a_graph_run_eagerly_on_each_call() -> None:
+    placement = flow.placement("cpu", list(range(SIZE)))
+    x = flow.ones(4, 4).to_global(placement, flow.sbp.broadcast)
+    results = []
+    for stage in (0, 3):
+        flow.manual_seed(0)
+        m = nn.Linear(4, 2 * SIZE + 1).to_global(placement, flow.sbp.broadcast)
+        graph = _Unreplayable(m, stage)
+        losses = [graph(x).to_local().numpy() for _ in range(3)]
+        assert graph.plans == [None]
+        results.append(losses + [p.to_local().numpy() for p in m.parameters()])
+    for got, want in zip(results[1], results[0]):
+        assert_array_equal(got, want)
