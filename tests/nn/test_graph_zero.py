@@ -291,3 +291,44 @@ def test_stage3_in_a_graph_run_eagerly_on_each_call() -> None:
         results.append(losses + [p.to_local().numpy() for p in m.parameters()])
     for got, want in zip(results[1], results[0]):
         assert_array_equal(got, want)
+
+
+MESHES = {1: [[0]], 2: [[0, 1]], 3: [[0, 1, 2]], 4: [[0, 1], [2, 3]]}
+
+
+def _run_2d(stage: int) -> tuple[list[numpy.ndarray], list[object]]:
+    """A 2-D mesh (1 x N, or 2 x 2 at 4 ranks), a (B, B) and a (B, S(0)) Linear, the batch
+    split over the mesh's data-parallel axis; 3 Adam steps at ZeRO ``stage``."""
+    mesh = flow.placement("cpu", MESHES[SIZE])
+    B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
+    flow.manual_seed(4)
+    m = nn.Sequential(nn.Linear(6, 8).to_global(mesh, [B, B]), nn.ReLU(),
+                      nn.Linear(8, 2).to_global(mesh, [B, S0]))  # rows: 2 per axis-1 rank
+    data = [S0, B] if SIZE == 4 else [B, S0]
+    rng = numpy.random.default_rng(9)
+    outs = m[2].weight.shape[0]
+    x, y = (flow.tensor(rng.standard_normal((12, n)).astype(numpy.float32))
+            .to_global(mesh, [B, B]).to_global(mesh, data) for n in (6, outs))
+    graph = Train(m, flow.optim.Adam(m.parameters(), lr=0.01), stage, 1)
+    losses = [graph(x, y).to_local().numpy() for _ in range(3)]
+    shards = [s.sbp for g in graph._optimizers[0][0].param_groups for s in g["params"]]
+    return losses + [p.to_local().numpy() for p in m.parameters()], shards
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_2d_mesh_parameters_shard_along_their_broadcast_axis(stage: int) -> None:
+    flow.use_deterministic_algorithms(SIZE > 2)
+    try:
+        want, _ = _run_2d(0)
+        got, shards = _run_2d(stage)
+    finally:
+        flow.use_deterministic_algorithms(False)
+    for g, w in zip(got, want):
+        assert_array_equal(g, w)
+    B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
+    if SIZE == 4:  # 2 x 2: every parameter's first B axis becomes S(0), OneFlow's choice
+        assert shards == [(S0, B), (S0, B), (S0, S0), (S0, S0)]
+    elif SIZE > 1:  # 1 x N: axis 0 has one rank; the (B, S0) Linear has no B axis to shard
+        assert shards == [(B, S0), (B, S0), (B, S0), (B, S0)]

@@ -7,6 +7,7 @@ over the same modules; on 4 ranks the 2-D case: two MixedLinear blocks ((B, S0) 
 weights 1.068758 on a 2 x 2 mesh, ReLUs, activation checkpointing), a (2, 800) [S0, B] batch,
 the mean as loss. Both 2-D Linears are OneFlow's (800, 400): local weights made global with a
 split take each rank's tensor as its shard, as in OneFlow, so the (B, S0) layer has 800 outputs.
+As in OneFlow, ZeRO shards the 2-D weights along their B axis: both become (S0, S0).
 
 OneFlow asserts that its compiled job rewrote the data-parallel weight's sbp to ``S(0)``;
 mpiflow keeps the parameter ``B`` and updates it through an ``S(0)`` shard (docs/graph.md),
@@ -144,6 +145,12 @@ def _train_2d(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray]:
             return self.mixed_linear1(self.mixed_linear0(x))
 
     TrainGraph()(x)
+    if zero_stage:  # both weights' B axis split: (S0, S0) shards in the optimizer
+        shards = [p for g in sgd.param_groups for p in g["params"]]  # type: ignore[attr-defined]
+        assert [s.sbp for s in shards] == [(S0, S0)] * 4
+    if zero_stage == 3:
+        weights = [*mixed0.parameters(), *mixed1.parameters()]
+        assert all(is_sharded(w) and not is_materialized(w) for w in weights)
     out = EvalGraph()(x)
     return [p.to_local().numpy() for p in [*mixed0.parameters(), *mixed1.parameters()]], \
         out.to_local().numpy()
@@ -153,8 +160,8 @@ def _train_2d(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("zero_stage", [1, 2, 3])
 def test_linear_train_graph_2d_with_zero(zero_stage: int) -> None:
-    # (B, S0) and (S0, B) weights are not B on every mesh axis: mpiflow keeps them whole
-    # (OneFlow shards them along their B axis); the values must be those without ZeRO.
+    # (B, S0) and (S0, B) weights are sharded along their B axis, as in OneFlow; the values
+    # must be those without ZeRO.
     want, want_out = _train_2d(0)
     got, got_out = _train_2d(zero_stage)
     for g, w in zip(got, want):

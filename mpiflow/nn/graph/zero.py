@@ -1,10 +1,12 @@
 """ZeRO for ``nn.Graph``: the optimizer's states sharded over the data-parallel ranks.
 
 With ``graph.config.enable_zero(True, stage=1)``, each parameter that is global, broadcast
-(``B`` on every mesh axis) over more than one rank and has at least ``shard_min_size`` elements
-is updated through a shard of it: a global tensor of the same value, split along dim 0
-(``S(0)``), which takes the parameter's place in the optimizer's group. Each rank then keeps
-the optimizer's states (momentum, Adam's moments) for its rows only, about ``1/N`` of them; after
+(``B``) along a mesh axis of more than one rank (the others ``B`` or ``S``: data parallel, or
+data and model parallel on a 2-D mesh) and has at least ``shard_min_size`` elements is updated
+through a shard of it: a global tensor of the same value whose first such axis is split along
+dim 0 (``S(0)``, as OneFlow rewrites it), which takes the parameter's place in the optimizer's
+group. Each rank then keeps the optimizer's states (momentum, Adam's moments) for its rows
+only, about ``1/N`` of them (``N`` that axis's ranks); after
 the update the rows are gathered back into the parameter (one all-gather per parameter). The
 updates are elementwise, so the parameters get the same bits as without ZeRO. Gradient
 clipping runs on the whole gradients before they are sharded, as without ZeRO. What eager code
@@ -52,9 +54,18 @@ from . import zero3
 __all__ = ["Zero", "state_bytes"]
 
 
-def _shardable(p: Tensor, min_size: int) -> bool:
-    return (p.is_global and len(p.placement.ranks) > 1 and p.ndim >= 1
-            and all(isinstance(s, Broadcast) for s in p.sbp) and p.numel() >= min_size)
+def _shard_sbp(p: Tensor, min_size: int) -> tuple[Any, ...] | None:
+    """The layout of ``p``'s shard: ``p``'s, with its first ``B`` axis of more than one rank
+    split along dim 0 (None: ``p`` stays whole: local, under ``min_size`` elements, partial,
+    or no such axis)."""
+    if not p.is_global or p.ndim < 1 or p.numel() < min_size:
+        return None
+    if not all(isinstance(s, (Broadcast, Split)) for s in p.sbp):
+        return None
+    for axis, (s, n) in enumerate(zip(p.sbp, p.placement.mesh_shape)):
+        if isinstance(s, Broadcast) and n > 1:
+            return (*p.sbp[:axis], Split(0), *p.sbp[axis + 1:])
+    return None
 
 
 class Zero:
@@ -75,8 +86,9 @@ class Zero:
             whole = list(group["params"])
             params = []
             for p in whole:
-                if _shardable(p, min_size) and not any(k is p for k in optim.state):
-                    shard = zero3.shard_of(p) if zero3.is_sharded(p) else _shard_of(p)
+                sbp = _shard_sbp(p, min_size)
+                if sbp is not None and not any(k is p for k in optim.state):
+                    shard = zero3.shard_of(p) if zero3.is_sharded(p) else _shard_of(p, sbp)
                     if stage >= 3 and not zero3.is_sharded(p):
                         zero3.shard_parameter(p, shard)
                     self.pairs.append((p, shard))
@@ -114,7 +126,7 @@ class Zero:
             if self.stage < 2:
                 for p, shard in self.pairs:
                     g = p.grad
-                    shard.grad = None if g is None else _shard_of(g)
+                    shard.grad = None if g is None else _shard_of(g, shard.sbp)
             self.optim.step()
             for p, shard in self.pairs:
                 if zero3.is_sharded(p) and zero3.shard_of(p) is shard:
@@ -152,9 +164,8 @@ class Zero:
         return [p for p, _ in self.pairs if zero3.is_sharded(p)]
 
 
-def _shard_of(t: Tensor) -> Tensor:
-    """``t`` (global, ``B``) as a new global tensor split along dim 0 (its rows copied)."""
-    sbp = (Split(0), *[Broadcast() for _ in t.sbp[1:]])
+def _shard_of(t: Tensor, sbp: tuple[Any, ...]) -> Tensor:
+    """``t`` as a new global tensor of layout ``sbp`` (its rows copied)."""
     shard = t.detach().to_global(t.placement, sbp)
     out = Tensor(shard._data.copy(), shard._placement, shard._sbp, shard._shape)
     out.requires_grad = t.requires_grad
