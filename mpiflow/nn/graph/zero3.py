@@ -6,17 +6,17 @@ by an all-gather of the shard's rows when something reads it, and let go (:func:
 after the graph's update and, in a replayed plan, after the last step that reads it. Between
 graph calls each rank then holds its rows only, about ``1/N`` of the parameter.
 
-The parameter stays the same object, of a subclass of its class whose ``_data`` gathers on
-read: eager code, ``state_dict()`` and other graphs read the whole, current value as before.
-Reading it is a collective over the parameter's placement (an all-gather, once: the value is
-kept until the next graph call lets it go), so as with every global tensor all its ranks must
-read it. Its dtype, element size and ``repr`` read no value and do not communicate (the ``repr``
-of a let-go parameter shows its shard). A whole value that is present when a graph call begins
-is the parameter's value (eager code may have written into it: ``load_state_dict``, an init
-function): :func:`sync` copies its rows into the shard, then the call goes on from there.
-Tensors that alias the parameter's array (``p.detach()``, a view, a ``state_dict()`` entry)
-keep the value they had when the graph next updates the parameter: read the parameter again
-for the new value.
+The parameter stays the same object, of a subclass of its class whose ``_data`` gathers on read:
+eager code, ``state_dict()`` and other graphs read the whole, current value as before. Reading
+it is a collective over the parameter's placement (an all-gather, once: the value is kept until
+the next graph call lets it go; even ``to_local()``, local for other global tensors), so all its
+ranks must read it, as all run a global op. Its dtype, element size and ``repr`` read no value
+and do not communicate (the ``repr`` of a let-go parameter shows its shard). A whole value that
+is present when a graph call begins is the parameter's value (eager code may have written into
+it: ``load_state_dict``, an init function): :func:`sync` copies its rows into the shard, then
+the call goes on from there. Tensors that alias the parameter's array (``p.detach()``, a view, a
+``state_dict()`` entry) keep the value they had when the graph next updates the parameter: read
+the parameter again for the new value.
 
 Examples:
     >>> p = nn.Parameter(flow.ones(4))
