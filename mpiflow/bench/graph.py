@@ -31,11 +31,12 @@ from .pipeline import PipelineResult, build_pipeline_steps, format_pipeline
 from .plan import Settings
 
 __all__ = ["LARGE_GOAL", "SMALL_GOAL", "GraphResult", "GraphRow", "build_graph_steps",
-           "format_graph", "run_graph", "zero_state_bytes"]
+           "build_zero_steps", "format_graph", "run_graph", "zero_state_bytes"]
 
 SMALL_GOAL = 0.7
 LARGE_GOAL = 1.0
 SIDES = ("eager", "graph")
+ZERO_SIDES = ("stage0", "stage2", "stage3")
 
 
 @dataclass(frozen=True)
@@ -66,19 +67,27 @@ class GraphRow:
 class GraphResult:
     """The rows of one run, its rank count, the per-rank bytes (max over ranks) of the 1M
     model with Adam (:func:`zero_state_bytes`: optimizer states unsharded, ZeRO stage 1,
-    stage 2; gradients unsharded, stage 2; None: not measured), the pipeline row."""
+    stage 2; gradients unsharded, stage 2; parameters held between steps unsharded, stage 3;
+    None: not measured), the pipeline row, the 1M model's Adam step at ZeRO stages 0, 2 and 3
+    (:func:`build_zero_steps`; at 2 ranks or more)."""
 
     nranks: int
     rows: tuple[GraphRow, ...]
     zero: tuple[int, ...] | None = None
     pipeline: PipelineResult | None = None
+    zero_times: Timings | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"nranks": self.nranks, "rows": [r.to_json() for r in self.rows],
                 "zero_state_bytes": None if self.zero is None else
-                dict(zip(("unsharded", "zero1", "zero2", "grad_unsharded", "grad_zero2"),
-                         self.zero)),
-                "pipeline": None if self.pipeline is None else self.pipeline.to_json()}
+                dict(zip(("unsharded", "zero1", "zero2", "grad_unsharded", "grad_zero2",
+                          "param_unsharded", "param_zero3"), self.zero)),
+                "pipeline": None if self.pipeline is None else self.pipeline.to_json(),
+                "zero_step": None if self.zero_times is None else
+                {**self.zero_times.to_json(),
+                 "stage2_vs_stage0": self.zero_times.ratio("stage2", "stage0"),
+                 "stage3_vs_stage0": self.zero_times.ratio("stage3", "stage0"),
+                 "stage3_vs_stage2": self.zero_times.ratio("stage3", "stage2")}}
 
 
 def build_graph_steps(model: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -163,16 +172,16 @@ class _AdamStep(Graph):
         return loss
 
 
-def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int]:
-    """Per-rank bytes after one Adam step of ``model``'s graph (collective; parameters ``B``
-    over every rank, batch ``S(0)``): optimizer states unsharded, with ZeRO stage 1, with
-    stage 2; gradients unsharded, with stage 2."""
+def _zero_graphs(model: str, stages: tuple[int, ...]) -> tuple[list[Any], list[Any], Any, Any]:
+    """``model``'s Adam step graph at each of ``stages`` (0: no ZeRO) from the same weights,
+    their optimizers, and the batch (collective; parameters ``B`` over every rank, batch
+    ``S(0)``)."""
     from .. import nn, optim
     from ..communication.mpi.group import world_comm
     from ..layouts.placement import Placement
     from ..layouts.sbp import Broadcast, Split
-    from ..nn.graph.zero import state_bytes
     from ..tensors.creation import tensor
+    from ..tensors.random import manual_seed
     from .engine_models import MODELS
 
     widths, batch = MODELS[model]
@@ -182,19 +191,55 @@ def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int]:
     x = tensor(rng.standard_normal((batch * size, widths[0]), dtype=numpy.float32))
     y = tensor(rng.integers(0, widths[-1], batch * size))
     x, y = (t.to_global(placement, Broadcast()).to_global(placement, Split(0)) for t in (x, y))
-    states, grads = [], []
-    for stage in (0, 1, 2):
+    graphs, opts = [], []
+    for stage in stages:
+        manual_seed(0)
         net = nn.Sequential(*[nn.Linear(a, b) for a, b in itertools.pairwise(widths)])
         net.to_global(placement, Broadcast())
         opt = optim.Adam(net.parameters(), lr=1e-3)
-
         graph = _AdamStep(net, opt)
         if stage:
             graph.config.enable_zero(True, stage=stage)
+        graphs.append(graph)
+        opts.append(opt)
+    return graphs, opts, x, y
+
+
+def zero_state_bytes(model: str = "1m") -> tuple[int, int, int, int, int, int, int]:
+    """Per-rank bytes after one Adam step of ``model``'s graph (collective; parameters ``B``
+    over every rank, batch ``S(0)``): optimizer states unsharded, with ZeRO stage 1, with
+    stage 2; gradients unsharded (when the update begins), with stage 2; parameters held
+    after the step (between steps: ``graph.param_bytes``) unsharded, with stage 3."""
+    from ..nn.graph.zero import state_bytes
+
+    graphs, opts, x, y = _zero_graphs(model, (0, 1, 2, 3))
+    states, grads, params = [], [], []
+    for graph, opt in zip(graphs, opts):
         graph(x, y)
         states.append(state_bytes(opt))
         grads.append(graph.grad_bytes)
-    return states[0], states[1], states[2], grads[0], grads[2]
+        params.append(graph.param_bytes)
+    return states[0], states[1], states[2], grads[0], grads[2], params[0], params[3]
+
+
+def build_zero_steps(model: str = "1m") -> tuple[Callable[[], None], ...]:
+    """The Adam step of ``model``'s graph without ZeRO, with stage 2 and with stage 3, from
+    the same weights and batch (collective; traced here, so each call replays).
+
+    Examples:
+        >>> steps = build_zero_steps("small")
+        >>> for step in steps: step()
+    """
+    graphs, _, x, y = _zero_graphs(model, (0, 2, 3))
+
+    def stepper(graph: Any) -> Callable[[], None]:
+        def step() -> None:
+            graph(x, y)
+        return step
+
+    for graph in graphs:
+        graph(x, y)
+    return tuple(stepper(graph) for graph in graphs)
 
 
 def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m", JOB_MODEL)
@@ -225,7 +270,14 @@ def run_graph(settings: Settings, models: tuple[str, ...] = ("small", "1m", JOB_
                                         settings.rounds, timer)
             eager, step, *stages = (float(numpy.median(times[0, :, i])) for i in range(4))
             pipeline = PipelineResult(step, eager, tuple(stages))
-        return GraphResult(world_comm.size, tuple(rows), zero, pipeline)
+        zero_times = None
+        if world_comm.size >= 2:
+            times = measure_interleaved([list(build_zero_steps("1m"))], [10], [3],
+                                        settings.rounds, timer)
+            zero_times = Timings(ZERO_SIDES, tuple(tuple(times[0, :, i].tolist())
+                                                   for i in range(len(ZERO_SIDES))),
+                                 settings.stat)
+        return GraphResult(world_comm.size, tuple(rows), zero, pipeline, zero_times)
     finally:
         timer.Free()
 
@@ -262,6 +314,17 @@ def format_graph(result: GraphResult, markdown: bool = False) -> str:
                      f"({result.zero[1] / result.zero[0]:.2f}x), {mib[2]:.2f} MiB stage 2; "
                      f"gradients {mib[3]:.2f} MiB unsharded, {mib[4]:.2f} MiB stage 2 "
                      f"({result.zero[4] / max(result.zero[3], 1):.2f}x)")
+        if len(result.zero) > 5:
+            lines.append(f"ZeRO stage 3, parameters held between steps, per rank: "
+                         f"{mib[5]:.2f} MiB unsharded, {mib[6]:.2f} MiB stage 3 "
+                         f"({result.zero[6] / max(result.zero[5], 1):.2f}x)")
+    if result.zero_times is not None:
+        t = result.zero_times
+        lines.append(f"ZeRO, 1m model, Adam step: {t.time('stage0') * 1e3:.3f} ms without, "
+                     f"{t.time('stage2') * 1e3:.3f} ms stage 2 "
+                     f"({t.ratio('stage2', 'stage0'):.2f}x), {t.time('stage3') * 1e3:.3f} ms "
+                     f"stage 3 ({t.ratio('stage3', 'stage0'):.2f}x; "
+                     f"{t.ratio('stage3', 'stage2'):.2f}x stage 2's)")
     if result.pipeline is not None:
         lines.append(format_pipeline(result.pipeline))
     return "\n".join(lines)

@@ -145,3 +145,28 @@ def test_set_stage_errors() -> None:
         block.to(GraphModule).set_stage(0, "cpu:0")
     block.to(GraphModule).set_stage(2)
     assert "stage_id=2" in repr(block.to(GraphModule))
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_pipeline_with_zero_stage3_is_the_eager_program() -> None:
+    # Stage placements of 2 ranks (3-4 ranks) shard their B parameters; 2 values add in one
+    # order, so the reduce-scatter gives the eager all-reduce's bits.
+    from mpiflow.nn.graph.zero3 import is_sharded
+
+    steps = 2
+    want_losses, want_params = _eager(flow.sbp.split(0), steps)
+    model = Pipe(explicit_move=False)
+    graph = PipeGraph(model, flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                      "set_stage")
+    graph.config.enable_zero(True, stage=3, shard_min_size=1)
+    x, y = _data(flow.sbp.split(0))
+    losses = []
+    for _ in range(steps):
+        local = graph(x, y).to_local().numpy()
+        losses += [local[i] if local.size else local for i in range(MICRO)]
+    assert is_sharded(model.s1.fc.weight) == (SIZE >= 3)
+    for got, want in zip(losses, want_losses):
+        assert numpy.array_equal(got, want), (got, want)
+    for got, want in zip([p.to_local().numpy() for p in model.parameters()], want_params):
+        assert numpy.array_equal(got, want)

@@ -7,13 +7,16 @@ over the same modules; on 4 ranks the 2-D case: two MixedLinear blocks ((B, S0) 
 weights 1.068758 on a 2 x 2 mesh, ReLUs, activation checkpointing), a (2, 800) [S0, B] batch,
 the mean as loss. Both 2-D Linears are OneFlow's (800, 400): local weights made global with a
 split take each rank's tensor as its shard, as in OneFlow, so the (B, S0) layer has 800 outputs.
+As in OneFlow, ZeRO shards the 2-D weights along their B axis: both become (S0, S0).
 
 OneFlow asserts that its compiled job rewrote the data-parallel weight's sbp to ``S(0)``;
 mpiflow keeps the parameter ``B`` and updates it through an ``S(0)`` shard (docs/graph.md),
 an expected difference: here the weights after the step are compared with the same graph
-without ZeRO (``array_equal``), and the shard's layout is checked. Stages 1 and 2 run;
-stage 3 raises NotImplementedError (not implemented in mpiflow). ``enable_amp`` is a no-op on
-CPU; OneFlow's ``StaticGradScaler(200)`` is left out (mpiflow has no AMP grad scaler).
+without ZeRO (``array_equal``), and the shard's layout is checked. Stages 1, 2 and 3 run; at
+stage 3 the shard is the weight's storage between calls (checked: the whole value let go after
+the step, gathered again when the evaluation graph and the comparison read it). ``enable_amp``
+is a no-op on CPU; OneFlow's ``StaticGradScaler(200)`` is left out (mpiflow has no AMP grad
+scaler).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from oneflow_case import exactly
 
 import mpiflow as flow
 from mpiflow.nn.graph import GraphModule
+from mpiflow.nn.graph.zero3 import is_materialized, is_sharded
 
 B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
 
@@ -68,6 +72,9 @@ def _train(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray, object]
             return forward(x)
 
     TrainGraph()(x)
+    if zero_stage == 3:  # the data-parallel weight is stored as its shard between calls
+        assert is_sharded(linear_dp.weight) and not is_materialized(linear_dp.weight)
+        assert not is_sharded(linear_mp.weight)
     out = EvalGraph()(x)  # reads the trained weights; the modules' own output
     assert numpy.array_equal(out.to_local().numpy(), forward(x).to_local().numpy())
     weights = [linear_dp.weight.to_local().numpy(), linear_mp.weight.to_local().numpy()]
@@ -76,7 +83,7 @@ def _train(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray, object]
 
 @exactly(2)
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("zero_stage", [1, 2])
+@pytest.mark.parametrize("zero_stage", [1, 2, 3])
 def test_linear_train_graph_with_zero(zero_stage: int) -> None:
     want, want_out, _ = _train(0)
     got, got_out, sgd = _train(zero_stage)
@@ -86,12 +93,6 @@ def test_linear_train_graph_with_zero(zero_stage: int) -> None:
     # Expected difference: the B weight stays B; its update runs through an S(0) shard.
     shard = sgd.param_groups[0]["params"][0]  # type: ignore[attr-defined]
     assert shard.sbp == (S0,) and tuple(shard.shape) == (400, 800)
-
-
-@exactly(2)
-def test_expected_difference_linear_train_graph_with_zero_3() -> None:
-    with pytest.raises(NotImplementedError, match="stage 3"):
-        flow.nn.Graph().config.enable_zero(True, stage=3, min_shard_size=1)
 
 
 def _train_2d(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray]:
@@ -144,6 +145,12 @@ def _train_2d(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray]:
             return self.mixed_linear1(self.mixed_linear0(x))
 
     TrainGraph()(x)
+    if zero_stage:  # both weights' B axis split: (S0, S0) shards in the optimizer
+        shards = [p for g in sgd.param_groups for p in g["params"]]  # type: ignore[attr-defined]
+        assert [s.sbp for s in shards] == [(S0, S0)] * 4
+    if zero_stage == 3:
+        weights = [*mixed0.parameters(), *mixed1.parameters()]
+        assert all(is_sharded(w) and not is_materialized(w) for w in weights)
     out = EvalGraph()(x)
     return [p.to_local().numpy() for p in [*mixed0.parameters(), *mixed1.parameters()]], \
         out.to_local().numpy()
@@ -151,10 +158,10 @@ def _train_2d(zero_stage: int) -> tuple[list[numpy.ndarray], numpy.ndarray]:
 
 @exactly(4)
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("zero_stage", [1, 2])
+@pytest.mark.parametrize("zero_stage", [1, 2, 3])
 def test_linear_train_graph_2d_with_zero(zero_stage: int) -> None:
-    # (B, S0) and (S0, B) weights are not B on every mesh axis: mpiflow keeps them whole
-    # (OneFlow shards them along their B axis); the values must be those without ZeRO.
+    # (B, S0) and (S0, B) weights are sharded along their B axis, as in OneFlow; the values
+    # must be those without ZeRO.
     want, want_out = _train_2d(0)
     got, got_out = _train_2d(zero_stage)
     for g, w in zip(got, want):

@@ -74,8 +74,23 @@ def test_pipeline_row_reports_the_bubble() -> None:
 def test_zero_row_reports_states_and_gradients_per_rank() -> None:
     slow = Timings(("eager", "graph"), ((1e-3, 1e-3), (9e-4, 9e-4)))
     mib = 2**20
-    text = format_graph(GraphResult(2, (GraphRow("small", 10, slow),),
-                                    (8 * mib, 4 * mib, 4 * mib, 4 * mib, 2 * mib)))
+    result = GraphResult(2, (GraphRow("small", 10, slow),),
+                         (8 * mib, 4 * mib, 4 * mib, 4 * mib, 2 * mib, 4 * mib, 2 * mib))
+    text = format_graph(result)
     assert "optimizer states 8.00 MiB unsharded, 4.00 MiB stage 1 (0.50x), 4.00 MiB stage 2" \
         in text
     assert "gradients 4.00 MiB unsharded, 2.00 MiB stage 2 (0.50x)" in text
+    assert "parameters held between steps, per rank: 4.00 MiB unsharded, 2.00 MiB stage 3 " \
+        "(0.50x)" in text
+    assert result.to_json()["zero_state_bytes"]["param_zero3"] == 2 * mib
+
+
+def test_zero_step_row_reports_the_stages_against_no_zero() -> None:
+    slow = Timings(("eager", "graph"), ((1e-3, 1e-3), (9e-4, 9e-4)))
+    zero = Timings(("stage0", "stage2", "stage3"), ((0.010, 0.010), (0.011, 0.011),
+                                                    (0.012, 0.012)))
+    result = GraphResult(2, (GraphRow("small", 10, slow),), None, None, zero)
+    text = format_graph(result)
+    assert "Adam step: 10.000 ms without, 11.000 ms stage 2 (1.10x), 12.000 ms stage 3 " \
+        "(1.20x; 1.09x stage 2's)" in text
+    assert result.to_json()["zero_step"]["stage3_vs_stage0"] == pytest.approx(1.2)

@@ -1,10 +1,11 @@
 """``Graph.config``: the switches of OneFlow's ``GraphConfig``.
 
 Those with a meaning on CPU act: gradient accumulation (micro-batches from one call's batch)
-and ZeRO (optimizer states sharded over the data-parallel ranks). The others are accepted, so
-OneFlow programs run unchanged, and do nothing: mixed precision (``enable_amp``: OneFlow's AMP
-is a GPU feature; on CPU mpiflow computes in the tensors' own dtypes), cuDNN's algorithm search,
-and the kernel-fusion switches (a replayed plan already runs without per-op dispatch).
+and ZeRO (stages 1-3: optimizer states, gradients, parameters sharded over the data-parallel
+ranks). The others are accepted, so OneFlow programs run unchanged, and do nothing: mixed
+precision (``enable_amp``: OneFlow's AMP is a GPU feature; on CPU mpiflow computes in the
+tensors' own dtypes), cuDNN's algorithm search, and the kernel-fusion switches (a replayed plan
+already runs without per-op dispatch).
 
 Examples:
     >>> config = GraphConfig()
@@ -58,20 +59,22 @@ class GraphConfig:
 
     def enable_zero(self, mode: bool = True, *, stage: int = 1, shard_min_size: int = 1024,
                     shard_restore_level: int = 1, min_shard_size: int | None = None) -> None:
-        """Shard the optimizer's states (stage 1; 2: and the gradients) over the ranks of each
-        data-parallel (``B``) parameter's placement.
+        """Shard the optimizer's states (stage 1; 2: and the gradients; 3: and the parameters,
+        gathered where they are read) over the ranks of each data-parallel (``B``) parameter's
+        placement (:mod:`mpiflow.nn.graph.zero`).
+
+        Args:
+            mode: on or off.
+            stage: 1, 2 or 3.
+            shard_min_size: parameters with fewer elements stay whole (``min_shard_size``:
+                OneFlow's older name).
+            shard_restore_level: accepted; mpiflow makes one choice (see docs/graph.md).
 
         Raises:
             ValueError: ``stage`` is not 1, 2 or 3.
-            NotImplementedError: ``stage=3`` (parameters sharded: not implemented).
         """
         if stage not in (1, 2, 3):
             raise ValueError(f"ZeRO stage must be 1, 2 or 3, got {stage!r}")
-        if stage == 3 and mode:
-            raise NotImplementedError(
-                "ZeRO stage 3 (parameters sharded, gathered before each use) is not "
-                "implemented in mpiflow's nn.Graph; stage 2 shards the optimizer states and the "
-                "gradients (docs/graph.md)")
         self.zero_stage = stage if mode else 0
         # OneFlow's older releases spell it min_shard_size.
         self.zero_shard_min_size = int(shard_min_size if min_shard_size is None

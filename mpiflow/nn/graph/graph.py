@@ -53,6 +53,7 @@ from ...runtime import topology
 from ...tensors import trace as tensor_trace
 from ...tensors.tensor import Tensor
 from ..modules.module import Module
+from . import zero3
 from .block import Block, graph_module_of
 from .config import GraphConfig
 from .pipeline import is_pipelined, to_stage
@@ -226,6 +227,9 @@ class Graph:
                 return unflatten(out_structure, [v.detach() if isinstance(v, Tensor) else v
                                                  for v in out_leaves])
             traced, result = trace(run, leaves, self._state())
+            sharded = [p for zero in self._zeros() or [] for p in zero.parameters()]
+            if traced.plan is not None and sharded:  # stage 3: let gathered values go early
+                traced.plan.free_after_last_use(sharded, zero3.release)
             self._traces[key] = traced
             self._report(traced)
             return result
@@ -247,6 +251,17 @@ class Graph:
         """The bytes of gradient this rank held for the optimizers' parameters when the last
         call's update began (ZeRO stage 2: the shards' rows)."""
         return int(self.__dict__.get("_grad_bytes", 0))
+
+    @property
+    def param_bytes(self) -> int:
+        """The bytes of parameter values this rank holds now for the graph's modules, ZeRO's
+        shards included (stages 1-2: each sharded parameter whole and its shard's rows;
+        stage 3, between calls: the shard's rows only)."""
+        params = {id(p): p for m in self.modules() for p in m.parameters(recurse=False)}
+        shards = {id(s): s for zero in self._zeros() or [] for p, s in zero.pairs
+                  if id(p) in params and not zero3.is_sharded(p)}
+        return (sum(zero3.held_bytes(p) for p in params.values())
+                + sum(int(s._data.nbytes) for s in shards.values()))
 
     def _update(self) -> None:
         zeros = self._zeros()

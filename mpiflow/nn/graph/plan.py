@@ -18,7 +18,8 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ...autograd import no_grad
@@ -76,6 +77,23 @@ class Plan:
                 self.outputs.append((CONST, leaf, None))
         keep = {where for kind, where, _ in self.outputs if kind == SLOT}
         self.release = last_uses(self.steps, len(self.meta), keep)
+        self.frees: list[list[Callable[[], None]]] | None = None
+
+    def free_after_last_use(self, tensors: Sequence[Tensor],
+                            free: Callable[[Tensor], None]) -> None:
+        """During replays, call ``free(t)`` for each of the state ``tensors`` right after the
+        last step that reads it (a kernel reading its array, a call taking it): ZeRO stage 3
+        lets a parameter's gathered value go there. A tensor no step reads is left alone."""
+        ids = {id(t): t for t in tensors}
+        last: dict[int, int] = {}
+        for index, (_, args, _out, _opaque) in enumerate(self.steps):
+            for kind, where in args:
+                if kind in (STATE, CONST) and id(where) in ids:
+                    last[id(where)] = index
+        frees: list[list[Callable[[], None]]] = [[] for _ in self.steps]
+        for key, index in last.items():
+            frees[index].append(partial(free, ids[key]))
+        self.frees = frees if last else None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -141,6 +159,7 @@ class Plan:
     def _steps(self, vals: list[Any], begin: int, end: int) -> None:
         meta = self.meta
         release = self.release
+        frees = self.frees
         steps = self.steps
         for index in range(begin, end):
             run, args, out, opaque = steps[index]
@@ -157,6 +176,9 @@ class Plan:
                                   for kind, where in args])
             for slot in release[index]:
                 vals[slot] = None
+            if frees is not None:
+                for free in frees[index]:
+                    free()
 
     def _finish(self, vals: list[Any]) -> Any:
         leaves = []
