@@ -22,7 +22,7 @@ from typing import Any
 from mpi4py import MPI
 
 from ...core.array_module import array_module
-from ...core.deterministic import are_deterministic_algorithms_enabled as _deterministic
+from ...core.deterministic import SWITCH as _deterministic
 from ...core.reduce_op import ReduceOp
 from ...core.torch_arrays import Post, chain
 from ..mpi.communicator import MessageSizeError, check_tag, p2p_error
@@ -130,7 +130,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
-    if group is None and not async_op and not _deterministic() and _fast.all_reduce(tensor, op):
+    if group is None and not async_op and not _deterministic.on and _fast.all_reduce(tensor, op):
         return None
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
@@ -310,7 +310,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
 
     Example (2 ranks, ``input`` = 1..12 as 4x3 on both): rank 0 gets ``[[2,4,6],[8,10,12]]``.
     """
-    if group is None and not async_op and not _deterministic() and \
+    if group is None and not async_op and not _deterministic.on and \
             _fast.reduce_scatter(input, output, op):
         return None
     comm = _group_comm(group)
