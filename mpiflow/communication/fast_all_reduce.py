@@ -1,16 +1,17 @@
 """The all-reduce fast paths of :class:`.fast.FastPaths`, in the form in force (:mod:`.form`).
 
 Two kinds: of a plain numpy array (``all_reduce_path``) and of memory at an address, a torch
-tensor's (``all_reduce_at_path``). Each is made in one of two shapes: the plain in-place call
-where the form is one in-place call at every size, and one that reduces a buffer larger than
-``pieces[0]`` bytes in pieces of ``pieces[1]`` bytes (the cuts :func:`.form.all_reduce_formed`
-makes, so that ranks may take different paths in one call) and copies a buffer or piece of
-``oop_from`` bytes or more into a reused scratch buffer to reduce it from there by MPI's
-out-of-place form. ``FastPaths`` remakes them when the form changes. They follow the
-rules of the other fast paths (:mod:`.fast`): the fewest checks inline, True when they ran,
-False to send the call to the general path; a second thread inside a collective on the group
-is reported by ``conflict`` (``fast.concurrent_use``, passed in: this module is below it).
-The watchdog reads their frames as fast paths (``fast`` registers this file too).
+tensor's (``all_reduce_at_path``). Each makes one in-place call up to the size the form in
+force allows, its first test; above it, a buffer larger than ``pieces[0]`` bytes goes in
+pieces of ``pieces[1]`` bytes (the cuts :func:`.form.all_reduce_formed` makes, so that ranks
+may take different paths in one call), and a buffer or piece of ``oop_from`` bytes or more is
+copied into a reused scratch buffer and reduced from there by MPI's out-of-place form. The
+loops stay in the paths themselves rather than calling ``all_reduce_formed``: the watchdog
+knows a fast path by its innermost frame. ``FastPaths`` remakes them when the form changes.
+They follow the rules of the other fast paths (:mod:`.fast`): the fewest checks inline, True
+when they ran, False to send the call to the general path; a second thread inside a collective
+on the group is reported by ``conflict`` (``fast.concurrent_use``, passed in: this module is
+below it). The watchdog reads their frames as fast paths (``fast`` registers this file too).
 """
 
 from __future__ import annotations
@@ -36,26 +37,31 @@ _DECLINED = DECLINED
 _Conflict = Callable[[Any, Any, str], None]
 
 
+def _limits(oop_from: int | None, pieces: tuple[int, int] | None) -> tuple[int, int, int, int]:
+    """``(whole, above, piece, oop)``: one in-place call up to ``whole`` bytes; pieces of
+    ``piece`` bytes above ``above``; the out-of-place form from ``oop`` bytes (1 << 62: never)."""
+    above, piece = pieces if pieces is not None else (1 << 62, 1)
+    oop = oop_from if oop_from is not None else 1 << 62
+    return min(above, oop - 1), above, piece, oop
+
+
 def all_reduce_path(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]], due: list[int],
                     in_use: Any, mark: Callable[[], None], allreduce: Any, in_place: Any,
                     oop_from: int | None, pieces: tuple[int, int] | None, scratch: Scratch,
                     conflict: _Conflict) -> Callable[[Any, ReduceOp], bool]:
     """The all-reduce fast path of a plain numpy array, in place on the caller's buffer.
 
-    With ``oop_from`` and ``pieces`` None (one in-place call at every size) it calls MPI's
-    in-place form and tests nothing more; otherwise a C-contiguous buffer larger than
-    ``pieces[0]`` bytes goes in pieces of ``pieces[1]`` bytes, and a buffer or piece of
-    ``oop_from`` bytes or more is copied into ``scratch`` and reduced from there into itself
-    by MPI's out-of-place form (:mod:`.form`).
+    Up to ``whole`` bytes (:func:`_limits`: every size when ``oop_from`` and ``pieces`` are
+    None) one in-place call; above, a C-contiguous buffer larger than ``pieces[0]`` bytes goes
+    in pieces of ``pieces[1]`` bytes, and a buffer or piece of ``oop_from`` bytes or more is
+    copied into ``scratch`` and reduced from there into itself by MPI's out-of-place form.
     """
-    if oop_from is None and pieces is None:
-        return _all_reduce_in_place(comm, native, due, in_use, mark, allreduce, in_place,
-                                    conflict)
     like, copyto = scratch.like, numpy.copyto
-    last: list[tuple[Any, Any, Any]] = [(None, None, None)]  # as _all_reduce_in_place's
-    above, piece = pieces if pieces is not None else (1 << 62, 1)
-    oop = oop_from if oop_from is not None else 1 << 62
-    whole = min(above, oop - 1)  # up to this many bytes: one in-place call
+    whole, above, piece, oop = _limits(oop_from, pieces)
+    # The previous call's (dtype, op, MPI op), one tuple read at once: a call like it (the
+    # common case) skips the two dict lookups (hashing a dtype costs about 55 ns); ``native``
+    # only ever gains entries, so a hit is never stale.
+    last: list[tuple[Any, Any, Any]] = [(None, None, None)]
 
     def all_reduce(buf: Any, op: ReduceOp) -> bool:
         if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
@@ -108,64 +114,20 @@ def all_reduce_path(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]], due: l
     return all_reduce
 
 
-def _all_reduce_in_place(comm: Any, native: dict[ReduceOp, dict[Any, MPI.Op]],
-                         due: list[int], in_use: Any, mark: Callable[[], None],
-                         allreduce: Any, in_place: Any,
-                         conflict: _Conflict) -> Callable[[Any, ReduceOp], bool]:
-    """:func:`all_reduce_path` where the form is in place at every size."""
-    # The previous call's (dtype, op, MPI op), one tuple read at once: a call like it (the
-    # common case) skips the two dict lookups (hashing a dtype costs about 55 ns); ``native``
-    # only ever gains entries, so a hit is never stale.
-    last: list[tuple[Any, Any, Any]] = [(None, None, None)]
-
-    def all_reduce(buf: Any, op: ReduceOp) -> bool:
-        if type(buf) is _ndarray and (buf.ndim < 2 or buf.flags.c_contiguous):
-            if (dtype := buf.dtype) is (hit := last[0])[0] and op is hit[1]:
-                mpi_op = hit[2]
-            else:
-                by_dtype = native.get(op)
-                mpi_op = by_dtype.get(dtype) if by_dtype is not None else None
-                if mpi_op is not None:
-                    last[0] = (dtype, op, mpi_op)
-            if mpi_op is not None:
-                if due[0] <= 1:
-                    return False  # the general path checks this call
-                due[0] -= 1
-                if in_use.owner is not None:
-                    conflict(in_use, comm, "all_reduce")
-                try:
-                    in_use.owner = True
-                    mark()  # the watchdog's mark: a new blocking call
-                    allreduce(in_place, buf, mpi_op)
-                except _DECLINED:
-                    due[0] += 1
-                    return False
-                except MPI.Exception as exc:
-                    collective_failed("all_reduce", comm, exc, (buf,))
-                finally:
-                    in_use.owner = None
-                return True
-        return False
-
-    return all_reduce
-
-
 def all_reduce_at_path(comm: Any, in_use: Any, mark: Callable[[], None], allreduce: Any,
                        in_place: Any, due: list[int], oop_from: int | None,
                        pieces: tuple[int, int] | None, scratch: Scratch,
                        conflict: _Conflict) -> Callable[[int, int, Any, Any], bool]:
     """The in-place all-reduce of ``nbytes`` of memory at ``address`` (a torch tensor's),
     typed by an MPI datatype and reduced by an MPI op that the caller knows to be native:
-    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2). Larger than
-    ``pieces[0]`` bytes it goes in pieces of ``pieces[1]`` bytes (whole elements); from
-    ``oop_from`` bytes up (None: never) the memory or piece is copied into ``scratch`` and
-    reduced from there by MPI's out-of-place form."""
+    no array object to make (``Tensor.numpy()`` costs 0.7 us, the address 0.2). Up to
+    ``whole`` bytes (:func:`_limits`) one in-place call; larger than ``pieces[0]`` bytes it
+    goes in pieces of ``pieces[1]`` bytes (whole elements); from ``oop_from`` bytes up (None:
+    never) the memory or piece is copied into ``scratch`` and reduced from there by MPI's
+    out-of-place form."""
     fromaddress = MPI.buffer.fromaddress
-    if oop_from is None and pieces is None:
-        return _all_reduce_at_in_place(comm, in_use, mark, allreduce, in_place, due, conflict)
     raw, copyto, frombuffer, uint8 = scratch.raw, numpy.copyto, numpy.frombuffer, numpy.uint8
-    above, piece = pieces if pieces is not None else (1 << 62, 1)
-    oop = oop_from if oop_from is not None else 1 << 62
+    whole, above, piece, oop = _limits(oop_from, pieces)
 
     # Named as the operation: the watchdog reports a fast path by its function's name.
     def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
@@ -177,11 +139,14 @@ def all_reduce_at_path(comm: Any, in_use: Any, mark: Callable[[], None], allredu
         try:
             in_use.owner = True
             mark()  # the watchdog's mark: a new blocking call
+            if nbytes <= whole:
+                allreduce(in_place, [fromaddress(address, nbytes), datatype], mpi_op)
+                return True
             step = nbytes
             if nbytes > above:
                 size = datatype.Get_size()
                 step = max(1, piece // size) * size
-            for start in range(0, nbytes or 1, step or 1):
+            for start in range(0, nbytes, step):
                 n = min(step, nbytes - start)
                 memory: Any = fromaddress(address + start, n)
                 if n >= oop:
@@ -190,32 +155,6 @@ def all_reduce_at_path(comm: Any, in_use: Any, mark: Callable[[], None], allredu
                     allreduce([send, datatype], [memory, datatype], mpi_op)
                 else:
                     allreduce(in_place, [memory, datatype], mpi_op)
-        except MPI.Exception as exc:
-            collective_failed("all_reduce", comm, exc)
-        finally:
-            in_use.owner = None
-        return True
-
-    return all_reduce
-
-
-def _all_reduce_at_in_place(comm: Any, in_use: Any, mark: Callable[[], None],
-                            allreduce: Any, in_place: Any,
-                            due: list[int],
-                            conflict: _Conflict) -> Callable[[int, int, Any, Any], bool]:
-    """:func:`all_reduce_at_path` where the form is in place at every size."""
-    fromaddress = MPI.buffer.fromaddress
-
-    def all_reduce(address: int, nbytes: int, datatype: Any, mpi_op: Any) -> bool:
-        if due[0] <= 1:
-            return False  # the general path checks this call
-        due[0] -= 1
-        if in_use.owner is not None:
-            conflict(in_use, comm, "all_reduce")
-        try:
-            in_use.owner = True
-            mark()  # the watchdog's mark: a new blocking call
-            allreduce(in_place, [fromaddress(address, nbytes), datatype], mpi_op)
         except MPI.Exception as exc:
             collective_failed("all_reduce", comm, exc)
         finally:

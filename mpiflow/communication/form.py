@@ -8,11 +8,10 @@ on one node, where they were measured (across nodes the libraries' own algorithm
 messages, tuned for networks, get the whole buffer; a size set explicitly applies anyway);
 :func:`out_of_place_from` is the size from which a call copies its buffer into a
 :class:`Scratch` buffer and uses the out-of-place form, None when it never does (no library
-measured needs it). The fast paths
-(:mod:`.fast`) read both when they are made, so below the pieces' size they run exactly as
-before, with no test per call; :func:`set_form` and :func:`set_pieces` change them for the
-whole process (the tests force every combination with them). :func:`all_reduce_formed` is the
-general path's blocking call in the form in force.
+measured needs it). The fast paths (:mod:`.fast`) read both when they are made (below both
+sizes a call is the plain in-place call after one size test); :func:`set_form` and
+:func:`set_pieces` change them for the whole process (the tests force every combination with
+them). :func:`all_reduce_formed` is the general path's blocking call in the form in force.
 
 Examples:
     >>> out_of_place_from() is None or out_of_place_from() >= 0
@@ -75,11 +74,8 @@ def pieces() -> tuple[int, int] | None:
             or a size in bytes.
     """
     if "in pieces" not in _state:
-        setting = _state.get("pieces")
-        in_pieces = table.pieces(library_version(), os.environ, setting)
-        if _nodes() > 1 and (setting or table.pieces_setting(os.environ)) == "auto":
-            in_pieces = None  # the table's pieces are measured on one node (see describe)
-        _state["in pieces"] = in_pieces
+        _state["in pieces"] = table.pieces(library_version(), os.environ, _state.get("pieces"),
+                                           _nodes())
     result: tuple[int, int] | None = _state["in pieces"]
     return result
 
@@ -99,10 +95,7 @@ def set_pieces(setting: str | int | None) -> None:
     elif setting is not None and setting not in ("auto", "off"):
         raise ValueError(f"the all-reduce pieces must be auto, off or a size in bytes, got "
                          f"{setting!r}")
-    _state["pieces"] = setting
-    _state.pop("in pieces", None)
-    for listener in _listeners:
-        listener()
+    _settle("pieces", "in pieces", setting)
 
 
 def set_form(form: str | int | None) -> None:
@@ -126,8 +119,14 @@ def set_form(form: str | int | None) -> None:
     elif form is not None and form not in table.FORMS:
         raise ValueError(f"the all-reduce form must be one of {', '.join(table.FORMS)} or a "
                          f"size in bytes, got {form!r}")
-    _state["form"] = form
-    _state.pop("from", None)
+    _settle("form", "from", form)
+
+
+def _settle(key: str, derived: str, setting: Any) -> None:
+    """Make ``setting`` the process's ``key``, forget what it came to (``derived``, computed
+    again on the next read), and let the fast paths remake their all-reduce."""
+    _state[key] = setting
+    _state.pop(derived, None)
     for listener in _listeners:
         listener()
 
@@ -143,22 +142,14 @@ def describe() -> str:
     form = _state.get("form")
     return (table.describe_form(library_version(), os.environ, out_of_place_from(),
                                 "size" if type(form) is int else form)
-            + "; " + _describe_pieces())
+            + "; " + table.describe_pieces(library_version(), os.environ, _state.get("pieces"),
+                                           _nodes()))
 
 
 def _nodes() -> int:
     from ..runtime import topology  # the job's node count, found when MPI started
 
     return topology.node_size
-
-
-def _describe_pieces() -> str:
-    setting = _state.get("pieces")
-    if _nodes() > 1 and pieces() is None and \
-            (setting or table.pieces_setting(os.environ)) == "auto":
-        return (f"in one call at every size (auto: the job spans {_nodes()} nodes, and the "
-                f"table's pieces are measured on one)")
-    return table.describe_pieces(library_version(), os.environ, pieces(), setting)
 
 
 def all_reduce_formed(allreduce: Callable[..., Any], stage: numpy.ndarray,

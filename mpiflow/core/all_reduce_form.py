@@ -201,7 +201,7 @@ def pieces_setting(environ: Mapping[str, str]) -> str | int:
 
 
 def pieces(library_version: str, environ: Mapping[str, str],
-           setting: str | int | None = None) -> tuple[int, int] | None:
+           setting: str | int | None = None, nodes: int = 1) -> tuple[int, int] | None:
     """Above which size (bytes) mpiflow's blocking all-reduce goes in pieces, and of how many
     bytes each.
 
@@ -210,6 +210,9 @@ def pieces(library_version: str, environ: Mapping[str, str],
         environ: the environment (``MPIFLOW_ALLREDUCE_PIECES``).
         setting: ``auto``, ``off`` or a piece size in bytes, to use instead of the
             environment's; None: the environment's.
+        nodes: the job's node count. The table's pieces were measured on one node: across
+            nodes ``auto`` gives one call (the libraries' large-message algorithms are tuned
+            for networks); a size set explicitly applies on any number.
 
     Returns:
         ``(above, piece)``, or None: one call at every size.
@@ -219,6 +222,8 @@ def pieces(library_version: str, environ: Mapping[str, str],
         (4096, 4096)
         >>> pieces("some other MPI 1.0", {}) is None
         True
+        >>> pieces("MPICH Version: 5.0.2", {}, nodes=2) is None
+        True
     """
     if setting is None:
         setting = pieces_setting(environ)
@@ -227,7 +232,7 @@ def pieces(library_version: str, environ: Mapping[str, str],
     if type(setting) is int:
         return setting, setting
     rule = _rule(library_version)
-    return None if rule is None else rule.pieces
+    return None if rule is None or nodes > 1 else rule.pieces
 
 
 def _size(nbytes: int) -> str:
@@ -276,34 +281,35 @@ def describe_form(library_version: str, environ: Mapping[str, str],
 
 
 def describe_pieces(library_version: str, environ: Mapping[str, str],
-                    in_force: tuple[int, int] | None = None,
-                    setting: str | int | None = None) -> str:
+                    setting: str | int | None = None, nodes: int = 1) -> str:
     """One line for ``python -m mpiflow info``: whether large all-reduces go in pieces, and why.
 
     Args:
         library_version: ``MPI.Get_library_version()``.
         environ: the environment.
-        in_force: the pieces in force (:func:`pieces`), computed when not given.
         setting: the setting made in the process (overriding the environment's), or None.
+        nodes: the job's node count (:func:`pieces`).
 
     Examples:
         >>> describe_pieces("MPICH Version: 5.0.2", {})
         'in pieces of 8 MiB above 16 MiB (auto: the row of MPICH 5)'
         >>> describe_pieces("MPICH Version: 5.0.2", {"MPIFLOW_ALLREDUCE_PIECES": "off"})
         'in one call at every size (MPIFLOW_ALLREDUCE_PIECES=off)'
+        >>> describe_pieces("MPICH Version: 5.0.2", {}, nodes=2)
+        'in one call at every size (auto: the job spans 2 nodes, and the table is for one)'
     """
     chosen = pieces_setting(environ) if setting is None else setting
-    if in_force is None:
-        in_force = pieces(library_version, environ, chosen)
+    in_force = pieces(library_version, environ, chosen, nodes)
     if chosen != "auto":
         why = f"{PIECES_VAR}={chosen}" if setting is None else "set in this process"
     else:
         rule = _rule(library_version)
         name = _NAMES.get(library_family(library_version), "this library")
         why = (f"auto: no row for {name}" if rule is None or rule.pieces is None
+               else f"auto: the job spans {nodes} nodes, and the table is for one"
+               if nodes > 1
                else f"auto: the row of {name} {'.'.join(map(str, rule.versions[0]))}")
     if in_force is None:
         return f"in one call at every size ({why})"
     above, piece = in_force
     return f"in pieces of {_size(piece)} above {_size(above)} ({why})"
-

@@ -127,30 +127,36 @@ def test_general_path_in_every_form(comm, form):
     numpy.testing.assert_allclose(started, data.sum(axis=0), rtol=1e-12)
 
 
-@pytest.mark.parametrize("form", FORMS)
-def test_torch_backend_in_every_form(form):
-    torch = pytest.importorskip("torch")
+@pytest.fixture
+def tdist() -> Any:
+    """torch.distributed with a "mpiflow" process group (made here unless one exists)."""
+    pytest.importorskip("torch")
     tdist = pytest.importorskip("torch.distributed")
     import mpiflow.torch  # noqa: F401 - registers the backend
 
     made = not tdist.is_initialized()
     if made:
         tdist.init_process_group("mpiflow")
-    try:
-        data = torch.from_numpy(rows(LARGE, salt=3))
-        set_form("in_place")
-        want = data[RANK].clone()
-        tdist.all_reduce(want)  # the address fast path (all_reduce_at)
-        set_form(form)
-        got = data[RANK].clone()
-        tdist.all_reduce(got)
-        assert torch.equal(got, want)
-        strided = data[RANK].clone()[::2]
-        tdist.all_reduce(strided, op=tdist.ReduceOp.AVG)  # the general path
-        torch.testing.assert_close(strided, data.mean(dim=0)[::2])
-    finally:
-        if made:
-            tdist.destroy_process_group()
+    yield tdist
+    if made:
+        tdist.destroy_process_group()
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_torch_backend_in_every_form(tdist, form):
+    import torch
+
+    data = torch.from_numpy(rows(LARGE, salt=3))
+    set_form("in_place")
+    want = data[RANK].clone()
+    tdist.all_reduce(want)  # the address fast path (all_reduce_at)
+    set_form(form)
+    got = data[RANK].clone()
+    tdist.all_reduce(got)
+    assert torch.equal(got, want)
+    strided = data[RANK].clone()[::2]
+    tdist.all_reduce(strided, op=tdist.ReduceOp.AVG)  # the general path
+    torch.testing.assert_close(strided, data.mean(dim=0)[::2])
 
 
 PIECE = 1024  # bytes: LARGE float32 elements go in 17 pieces, the last of 3 elements
@@ -220,30 +226,21 @@ def test_ranks_on_different_paths_cut_the_same_pieces():
     assert_array_equal(x, raw_in_pieces(mine))
 
 
-def test_torch_backend_in_pieces():
-    torch = pytest.importorskip("torch")
-    tdist = pytest.importorskip("torch.distributed")
-    import mpiflow.torch  # noqa: F401 - registers the backend
+def test_torch_backend_in_pieces(tdist):
+    import torch
 
-    made = not tdist.is_initialized()
-    if made:
-        tdist.init_process_group("mpiflow")
-    try:
-        set_pieces(PIECE)
-        for dtype in (torch.float32, torch.float64, torch.bfloat16):
-            data = torch.from_numpy(rows(LARGE, salt=5)).to(dtype)
-            got = data[RANK].clone()
-            tdist.all_reduce(got)  # the address fast path, in pieces of whole elements
-            # Odd ranks again on the fast path, even ones on the general path (a strided
-            # view of the same values): the calls must match piece by piece.
-            mixed = data[RANK].clone() if RANK % 2 else \
-                torch.stack([data[RANK], data[RANK]], dim=1)[:, 0]
-            tdist.all_reduce(mixed)
-            assert torch.equal(mixed, got)
-            if dtype is not torch.bfloat16:
-                want = raw_in_pieces(data[RANK].numpy())
-                assert torch.equal(got, torch.from_numpy(want))
-            torch.testing.assert_close(got, data.double().sum(dim=0).to(dtype))
-    finally:
-        if made:
-            tdist.destroy_process_group()
+    set_pieces(PIECE)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        data = torch.from_numpy(rows(LARGE, salt=5)).to(dtype)
+        got = data[RANK].clone()
+        tdist.all_reduce(got)  # the address fast path, in pieces of whole elements
+        # Odd ranks again on the fast path, even ones on the general path (a strided
+        # view of the same values): the calls must match piece by piece.
+        mixed = data[RANK].clone() if RANK % 2 else \
+            torch.stack([data[RANK], data[RANK]], dim=1)[:, 0]
+        tdist.all_reduce(mixed)
+        assert torch.equal(mixed, got)
+        if dtype is not torch.bfloat16:
+            want = raw_in_pieces(data[RANK].numpy())
+            assert torch.equal(got, torch.from_numpy(want))
+        torch.testing.assert_close(got, data.double().sum(dim=0).to(dtype))

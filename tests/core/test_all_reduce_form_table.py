@@ -60,6 +60,7 @@ def test_the_environment_sets_the_pieces(value, intel, other):
     assert pieces("some other MPI 1.0", environ) == other
     assert pieces(INTEL, environ, "off") is None  # an argument overrides the environment
     assert pieces(MPICH, environ, 64) == (64, 64)
+    assert pieces(INTEL, environ, nodes=2) == (other if value.strip() == "4096" else None)
 
 
 @pytest.mark.parametrize("bad", ["on", "0", "-8", "1.5", "8MiB"])
@@ -103,5 +104,9 @@ def test_describe_says_the_pieces_and_why():
         "in one call at every size (auto: no row for Intel MPI)")
     assert describe_pieces(OPEN_MPI, {PIECES_VAR: "off"}) == (
         f"in one call at every size ({PIECES_VAR}=off)")
-    assert describe_pieces(MPICH, {}, (4096, 4096), 4096) == (
+    assert describe_pieces(MPICH, {}, 4096) == (
+        "in pieces of 4 KiB above 4 KiB (set in this process)")
+    assert describe_pieces(MPICH, {}, nodes=2) == (
+        "in one call at every size (auto: the job spans 2 nodes, and the table is for one)")
+    assert describe_pieces(MPICH, {}, 4096, nodes=2) == (
         "in pieces of 4 KiB above 4 KiB (set in this process)")
