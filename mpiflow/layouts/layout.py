@@ -56,6 +56,15 @@ class Layout:
             raise TypeError(f"placement must be an mpiflow Placement, got {placement!r}")
         object.__setattr__(self, "placement", placement)
         object.__setattr__(self, "sbp", normalize_sbp(sbp, placement.ndim))
+        # Kept: the planner hashes layouts millions of times (dict keys, its caches).
+        object.__setattr__(self, "_hash", hash((placement, self.sbp)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Not the instance dict: a hash is only good in the process that computed it.
+        return (Layout, (self.placement, self.sbp))
 
     @property
     def is_partial(self) -> bool:

@@ -26,7 +26,6 @@ import heapq
 import itertools
 import math
 from collections.abc import Iterator, Sequence
-from fractions import Fraction
 
 from .layout import Layout
 from .sbp import Broadcast, Partial, SbpParallel, Split
@@ -57,24 +56,28 @@ _LATENCY_BYTES = 4096
 _TRANSFER_OVERHEAD = 1
 
 
-def _axis_cost(shape: Sequence[int], itemsize: int, src: SbpParallel, dst: SbpParallel,
-               group_size: int, penalty: bool = True) -> Fraction:
-    """Bytes moved per rank converting one axis; ``penalty`` adds the cost of making P."""
-    size = math.prod(shape) * itemsize
-    k = group_size
-    moved = Fraction(k - 1, k) * size  # what a rank receives in an all-gather
+def _axis_cost(size: int, ndim: int, src: SbpParallel, dst: SbpParallel, k: int,
+               scale: int, penalty: bool = True) -> int:
+    """Bytes moved per rank converting one axis of ``k`` ranks, times ``scale``.
+
+    ``size`` is the bytes the axis works on and ``ndim`` its tensor's dims; ``scale`` is a
+    multiple of ``k * k``, so the cost is an exact integer (the planner compares sums of costs
+    exactly, as it would fractions, at a fraction of their price); ``penalty`` adds the cost of
+    making P.
+    """
     if src == dst:
-        return Fraction(0)
+        return 0
+    moved = (k - 1) * size * (scale // k)  # what a rank receives in an all-gather
     if isinstance(dst, Partial):
-        extra = size if penalty else 0
+        extra = size * scale if penalty else 0
         if isinstance(src, Partial):  # via S (reduce-scatter) or, for 0-d tensors, via B
-            return (moved if shape else 2 * moved) + extra
-        return Fraction(extra)
+            return (moved if ndim else 2 * moved) + extra
+        return extra
     if isinstance(src, Partial):
         return 2 * moved if isinstance(dst, Broadcast) else moved
     if isinstance(src, Broadcast):
-        return Fraction(0)
-    return moved if isinstance(dst, Broadcast) else moved / k
+        return 0
+    return moved if isinstance(dst, Broadcast) else moved // k
 
 
 def conversion_cost(shape: Sequence[int], itemsize: int, src_sbp: SbpParallel,
@@ -103,7 +106,9 @@ def conversion_cost(shape: Sequence[int], itemsize: int, src_sbp: SbpParallel,
     """
     if group_size < 1:
         raise ValueError(f"group_size must be positive, got {group_size}")
-    return float(_axis_cost(tuple(shape), itemsize, src_sbp, dst_sbp, group_size))
+    scale = group_size * group_size
+    return _axis_cost(math.prod(shape) * itemsize, len(shape), src_sbp, dst_sbp, group_size,
+                      scale) / scale
 
 
 def axis_step(sbp: Sequence[SbpParallel], axis: int, new: SbpParallel) -> AxisStep | None:
@@ -180,54 +185,79 @@ def transfer_cost(shape: tuple[int, ...], itemsize: int, src: Layout,
     return most_bytes * itemsize, most_peers
 
 
-def _latency(messages: int) -> int:
-    """The planner's price of ``messages`` message rounds."""
-    return _LATENCY_BYTES * messages
-
-
-def _line_shape(shape: tuple[int, ...], layout: Layout, axis: int) -> tuple[int, ...]:
-    """The shape a line along ``axis`` works on (the largest, that of mesh coordinate 0)."""
+@functools.lru_cache(maxsize=16384)
+def _line_elements(shape: tuple[int, ...], layout: Layout, axis: int) -> int:
+    """The elements a line along ``axis`` works on (the most, those of mesh coordinate 0)."""
     sbp = (*layout.sbp[:axis], Broadcast(), *layout.sbp[axis + 1:])
     zero = (0,) * layout.placement.ndim
-    return tuple(b - a for a, b in shard_bounds(shape, layout.placement.mesh_shape, sbp, zero))
+    return math.prod(b - a for a, b in shard_bounds(shape, layout.placement.mesh_shape, sbp, zero))
 
 
-def _edges(shape: tuple[int, ...], itemsize: int, layout: Layout, src: Layout, dst: Layout
-           ) -> Iterator[tuple[Step, Layout, Fraction]]:
-    """The steps out of ``layout``, with the layout they reach and their cost."""
-    placement = layout.placement
-    options: list[SbpParallel] = [Broadcast(), *(Split(d) for d in range(len(shape)))]
-    for axis in range(placement.ndim):
-        wanted = dst.sbp[axis] if placement == dst.placement else None
-        extra = [wanted] if isinstance(wanted, Partial) else []
-        for new in options + extra:
+@functools.lru_cache(maxsize=4096)
+def _moves(layout: Layout, ndim: int, wanted: tuple[Partial | None, ...]
+           ) -> tuple[tuple[tuple[AxisStep, Layout, SbpParallel, SbpParallel], ...], ...]:
+    """Per mesh axis, the one-axis steps out of ``layout`` for a tensor of ``ndim`` dims.
+
+    Each is ``(step, layout reached, axis layout before, after)``; ``wanted`` holds, per
+    axis, the target's partial layout, the only partial a step makes (None for none).
+    They do not depend on the shape, so plans of other shapes reuse them.
+    """
+    options: list[SbpParallel] = [Broadcast(), *(Split(d) for d in range(ndim))]
+    out = []
+    for axis, extra in enumerate(wanted):
+        moves = []
+        for new in options if extra is None else [*options, extra]:
             step = axis_step(layout.sbp, axis, new)
-            if step is None:
-                continue
-            cost = _axis_cost(_line_shape(shape, layout, axis), itemsize, layout.sbp[axis],
-                              new, placement.mesh_shape[axis], penalty=False)
-            rounds = math.ceil(math.log2(placement.mesh_shape[axis])) if step.communicates else 0
-            yield step, step.apply(layout), cost + _latency(rounds)
-    target = dst.without_partial()
+            if step is not None:
+                moves.append((step, step.apply(layout), layout.sbp[axis], new))
+        out.append(tuple(moves))
+    return tuple(out)
+
+
+def _edges(shape: tuple[int, ...], itemsize: int, scale: int, layout: Layout, src: Layout,
+           dst: Layout, target: Layout) -> Iterator[tuple[Step, Layout, int]]:
+    """The steps out of ``layout``, with the layout they reach and their cost (x ``scale``).
+
+    ``target`` is ``dst`` without its partial axes, the only layout a Transfer goes to.
+    """
+    placement = layout.placement
+    mesh_shape = placement.mesh_shape
+    if placement == dst.placement:
+        wanted = tuple(s if isinstance(s, Partial) else None for s in dst.sbp)
+    else:
+        wanted = (None,) * placement.ndim
+    for axis, moves in enumerate(_moves(layout, len(shape), wanted)):
+        if not moves:
+            continue
+        k = mesh_shape[axis]
+        size = _line_elements(shape, layout, axis) * itemsize
+        rounds = _LATENCY_BYTES * scale * math.ceil(math.log2(k))
+        for step, reached, old, new in moves:
+            cost = _axis_cost(size, len(shape), old, new, k, scale, penalty=False)
+            yield step, reached, cost + rounds if step.communicates else cost
     if placement == src.placement and not layout.is_partial and layout != target:
         moved, peers = transfer_cost(shape, itemsize, layout, target)
-        yield Transfer(layout, target), target, Fraction(moved + _latency(peers)
-                                                         + _TRANSFER_OVERHEAD)
+        yield (Transfer(layout, target), target,
+               (moved + _LATENCY_BYTES * peers + _TRANSFER_OVERHEAD) * scale)
 
 
 @functools.lru_cache(maxsize=4096)
 def _plan(shape: tuple[int, ...], itemsize: int, src: Layout, dst: Layout) -> Plan:
-    best: dict[Layout, tuple[Fraction, int]] = {src: (Fraction(0), 0)}
+    # Costs are integers scaled by every mesh axis' k * k: the exact fractions' order and ties.
+    scale = math.lcm(*(k * k for k in (*src.placement.mesh_shape, *dst.placement.mesh_shape)))
+    target = dst.without_partial()
+    best: dict[Layout, tuple[int, int]] = {src: (0, 0)}
     previous: dict[Layout, tuple[Layout, Step]] = {}
     order = itertools.count()
-    heap: list[tuple[Fraction, int, int, Layout]] = [(Fraction(0), 0, next(order), src)]
+    heap: list[tuple[int, int, int, Layout]] = [(0, 0, next(order), src)]
     while heap:
         cost, steps, _, layout = heapq.heappop(heap)
         if layout == dst:
             break
         if (cost, steps) > best[layout]:
             continue
-        for step, reached, step_cost in _edges(shape, itemsize, layout, src, dst):
+        for step, reached, step_cost in _edges(shape, itemsize, scale, layout, src, dst,
+                                                   target):
             candidate = (cost + step_cost, steps + 1)
             if reached not in best or candidate < best[reached]:
                 best[reached] = candidate

@@ -7,6 +7,11 @@ so every rank count runs the same tests.
 from __future__ import annotations
 
 import itertools
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import numpy
@@ -178,6 +183,30 @@ def test_layout_checks_its_sbp() -> None:
         Layout([0, 1], S0)  # type: ignore[arg-type]
     assert Layout(line(), S0) == Layout(line(), (S0,))
     assert Layout(square(), (P, S1)).without_partial() == Layout(square(), (B, S1))
+
+
+def test_a_layout_from_another_process_hashes_as_one_made_here() -> None:
+    # A layout keeps its hash; one unpickled from a process with another hash seed (another
+    # rank, a checkpoint) must hash as that process' own equal layouts, or dict lookups miss.
+    made = Layout(square(), (PM, S1))
+    program = textwrap.dedent("""
+        import pickle, sys
+        from mpiflow.layouts.layout import Layout
+        from mpiflow.layouts.placement import Placement, set_world_size
+        from mpiflow.layouts.sbp import partial_max, split
+        set_world_size(4)
+        theirs = Layout(Placement("cpu", [[0, 1], [2, 3]]), (partial_max, split(1)))
+        ours = pickle.loads(sys.stdin.buffer.read())
+        found = {theirs: "found"}.get(ours)
+        sys.stdout.buffer.write(pickle.dumps((theirs, hash(theirs), hash(ours), found)))
+    """)
+    env = {**os.environ, "PYTHONHASHSEED": str(hash("seed") % 1000 + 1)}
+    out = subprocess.run([sys.executable, "-c", program], input=pickle.dumps(made),
+                         capture_output=True, check=True, env=env).stdout
+    theirs, their_hash, our_hash_there, found = pickle.loads(out)
+    assert their_hash != hash(made)  # the seeds differ, or the test would prove nothing
+    assert our_hash_there == their_hash and found == "found"
+    assert theirs == made and {made: "found"}.get(theirs) == "found"
 
 
 # -- properties over random layouts ----------------------------------------------------------
