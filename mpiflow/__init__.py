@@ -12,6 +12,15 @@ Examples:
     20.0
 """
 
+import sys as _sys
+
+from .launch import started_as_launcher as _started_as_launcher
+
+if _started_as_launcher(_sys.argv, getattr(_sys, "orig_argv", ())):
+    from .launch import main as _launch
+
+    _sys.exit(_launch())  # before MPI starts: the launcher starts the job, not MPI (see there)
+
 from . import runtime as _runtime
 
 _runtime.install_abort_handler()

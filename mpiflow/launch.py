@@ -25,6 +25,9 @@ What it does:
 5. runs the job in its own process group, forwards SIGINT/SIGTERM (and SIGHUP) to that group,
    stops it after ``--timeout`` seconds (exit status 124), and exits with the job's status.
 
+The launcher process itself never starts MPI (``mpiflow/__init__`` runs it before anything
+does: :func:`started_as_launcher`): only the job's processes are MPI processes.
+
 Exit status: the job's; 124 after ``--timeout``; 128 + N when the job died of signal N; 2 when
 the launcher itself refuses (bad arguments, no matching ``mpiexec``).
 
@@ -533,6 +536,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     sys.stdout.flush()
     return run(cmd, env, args.timeout)
+
+
+def started_as_launcher(argv: Sequence[str], orig_argv: Sequence[str]) -> bool:
+    """Whether this process is ``python -m mpiflow.launch``, asked while ``mpiflow`` imports.
+
+    Python sets ``sys.argv[0]`` to ``"-m"`` while it imports the packages of a ``-m`` module;
+    ``sys.orig_argv`` names the module. ``mpiflow/__init__`` then runs the launcher at once and
+    exits, before anything starts MPI: the launcher only starts the job's processes, and a
+    process of its own in MPI would cost a singleton ``MPI_Init`` (a second with Open MPI, a
+    failure on some clusters' login nodes).
+
+    Args:
+        argv: ``sys.argv``.
+        orig_argv: ``sys.orig_argv`` (empty before Python 3.10).
+
+    Returns:
+        True only for ``python [options] -m mpiflow.launch ...`` (or ``-mmpiflow.launch``).
+
+    Examples:
+        >>> started_as_launcher(["-m", "-n", "2"], ["python", "-m", "mpiflow.launch", "-n", "2"])
+        True
+        >>> started_as_launcher(["-m", "info"], ["python", "-m", "mpiflow", "info"])
+        False
+    """
+    if list(argv[:1]) != ["-m"]:
+        return False
+    for i, word in enumerate(orig_argv[1:], 1):
+        if word == "-m":
+            return orig_argv[i + 1:i + 2] == ["mpiflow.launch"]
+        if word.startswith("-m"):
+            return word == "-mmpiflow.launch"
+    return False
 
 
 def mpi_library_version() -> str:

@@ -252,6 +252,26 @@ def test_dry_run_prints_the_command() -> None:
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM" in os.environ)
 
 
+def test_the_launcher_does_not_start_mpi_itself() -> None:
+    # The job's processes start MPI; the launcher's own MPI_Init would cost a singleton start
+    # (a second with Open MPI) or fail on a login node. mpiflow.runtime is what starts it.
+    full_env = {**job_env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    full_env.pop("MPIEXEC", None)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mpiflow.launch", "-n", "2",
+                           "--dry-run", "examples/hello.py"], capture_output=True, text=True,
+                          timeout=60, env=full_env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "mpiflow.runtime" not in imported and "mpiflow.communication" not in imported
+    assert "mpi4py.MPI" in imported  # loaded for the library's version, not started
+    # Imported as a module (not run by -m), mpiflow is whole: MPI started, the faces there.
+    done = subprocess.run([sys.executable, "-c", "import mpiflow.launch, mpiflow; "
+                           "print(mpiflow.Tensor.__name__, mpiflow.env.get_world_size())"],
+                          capture_output=True, text=True, timeout=60, env=full_env, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.split() == ["Tensor", "1"], done.stderr
+
+
 def test_refusals_exit_2(tmp_path: pathlib.Path) -> None:
     foreign = fake_mpiexec(tmp_path, HYDRA if FAMILY == "openmpi" else OPENMPI5)
     done = launch("-n", "2", "--mpiexec", foreign, "examples/hello.py")
