@@ -7,7 +7,16 @@ if [ ! -x "$VENV/bin/python" ]; then
   "${MPIFLOW_PYTHON:-python3}" -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[${MPIFLOW_EXTRAS}]"
+# pip runs again only when what it would install changed (the package's metadata, the extras,
+# the constraints): a second script or CI step on the same venv skips its ~5 s of resolving.
+# The install is editable, so source changes need none. `rm $VENV/.mpiflow-installed` forces it.
+stamp="$VENV/.mpiflow-installed"
+wanted="$(cat setup.cfg pyproject.toml "${PIP_CONSTRAINT:-/dev/null}" | cksum) [${MPIFLOW_EXTRAS}]"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+  rm -f "$stamp"
+  "$PY" -m pip install --quiet --disable-pip-version-check -e ".[${MPIFLOW_EXTRAS}]"
+  echo "$wanted" > "$stamp"
+fi
 # The mpiexec that belongs to mpi4py's MPI: the mpich wheel's in the venv, unless overridden.
 MPIEXEC="${MPIEXEC:-$VENV/bin/mpiexec}"
 if [ ! -x "$MPIEXEC" ]; then
