@@ -231,10 +231,10 @@ def _edges(shape: tuple[int, ...], itemsize: int, scale: int, layout: Layout, sr
             continue
         k = mesh_shape[axis]
         size = _line_elements(shape, layout, axis) * itemsize
-        rounds = _LATENCY_BYTES * scale * math.ceil(math.log2(k))
+        latency = _LATENCY_BYTES * scale * math.ceil(math.log2(k))  # a collective's rounds
         for step, reached, old, new in moves:
             cost = _axis_cost(size, len(shape), old, new, k, scale, penalty=False)
-            yield step, reached, cost + rounds if step.communicates else cost
+            yield step, reached, cost + latency if step.communicates else cost
     if placement == src.placement and not layout.is_partial and layout != target:
         moved, peers = transfer_cost(shape, itemsize, layout, target)
         yield (Transfer(layout, target), target,
