@@ -14,12 +14,12 @@ Examples:
 
 import sys as _sys
 
-from .launch import started_as_launcher as _started_as_launcher
-
-if _started_as_launcher(_sys.argv, getattr(_sys, "orig_argv", ())):
+if _sys.argv[:1] == ["-m"]:  # a `python -m` module is being found: only then can it be launch
     from .launch import main as _launch
+    from .launch import started_as_launcher as _started_as_launcher
 
-    _sys.exit(_launch())  # before MPI starts: the launcher starts the job, not MPI (see there)
+    if _started_as_launcher(_sys.argv, getattr(_sys, "orig_argv", ())):
+        _sys.exit(_launch())  # before MPI starts: the launcher starts the job, not MPI
 
 from . import runtime as _runtime
 

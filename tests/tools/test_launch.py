@@ -255,7 +255,7 @@ def test_dry_run_prints_the_command() -> None:
 def test_the_launcher_does_not_start_mpi_itself() -> None:
     # The job's processes start MPI; the launcher's own MPI_Init would cost a singleton start
     # (a second with Open MPI) or fail on a login node. mpiflow.runtime is what starts it.
-    full_env = {**job_env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    full_env = job_env()
     full_env.pop("MPIEXEC", None)
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mpiflow.launch", "-n", "2",
                            "--dry-run", "examples/hello.py"], capture_output=True, text=True,
