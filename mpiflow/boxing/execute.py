@@ -40,9 +40,10 @@ from ..layouts.steps import (
 )
 from .transfer import run_split_to_partial, run_transfer
 
-__all__ = ["array_module", "line_communicator", "redistribute"]
+__all__ = ["array_module", "axes_communicator", "line_communicator", "redistribute"]
 
 _lines: dict[tuple[Placement, int], Communicator | None] = {}
+_meshes: dict[tuple[Placement, tuple[int, ...]], Communicator | None] = {}
 
 
 def line_communicator(placement: Placement, axis: int) -> Communicator | None:
@@ -73,6 +74,41 @@ def line_communicator(placement: Placement, axis: int) -> Communicator | None:
                 order = coords[axis]
             _lines[key] = world_comm.split_by_color(color, order)
     return _lines[key]
+
+
+def axes_communicator(placement: Placement, axes: tuple[int, ...]) -> Communicator | None:
+    """The communicator of this rank's ranks along the mesh ``axes`` (collective on first use).
+
+    Its ranks are those of ``placement`` whose coordinates differ from this rank's only along
+    ``axes``, ordered by those coordinates, the first axis slowest: the order in which splits
+    of one dim along those axes (nested, first axis outermost) order the shards. One axis is
+    :func:`line_communicator`'s line.
+
+    Args:
+        placement: the mesh.
+        axes: mesh axes, increasing.
+
+    Returns:
+        The communicator, or None on ranks outside ``placement``.
+    """
+    if len(axes) == 1:
+        return line_communicator(placement, axes[0])
+    key = (placement, axes)
+    if key not in _meshes:
+        mesh = placement.mesh_shape
+        if math.prod(mesh[a] for a in axes) == world_comm.size:
+            _meshes[key] = world_comm
+        else:
+            coords = placement.coordinates(world_comm.rank)
+            color, order = None, 0
+            if coords is not None:
+                rest = [n for n in range(len(mesh)) if n not in axes]
+                color = int(numpy.ravel_multi_index([coords[n] for n in rest],
+                                                    [mesh[n] for n in rest])) if rest else 0
+                order = int(numpy.ravel_multi_index([coords[a] for a in axes],
+                                                    [mesh[a] for a in axes]))
+            _meshes[key] = world_comm.split_by_color(color, order)
+    return _meshes[key]
 
 
 def _fresh(xp: Any, array: Any) -> Any:

@@ -19,11 +19,15 @@ from .pointwise import __all__ as _pointwise_all
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
+from .scans import *  # noqa: F403
+from .scans import __all__ as _scans_all
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
 from .softmax import *  # noqa: F403
 from .softmax import __all__ as _softmax_all
+from .sorting import *  # noqa: F403
+from .sorting import __all__ as _sorting_all
 
 __all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
-           *_linalg_all, *_shape_all, *_join_all,
+           *_linalg_all, *_shape_all, *_join_all, *_scans_all, *_sorting_all,
            *_indexing_all, "conv2d", "max_pool2d", "avg_pool2d"]

@@ -7,6 +7,12 @@ preference. :func:`apply` chooses, for every mesh axis, the signature whose inpu
 move the fewest bytes (ties: the earlier one), redistributes the inputs, and runs the kernel
 on this rank's shards. Local tensors skip all of that.
 
+An op whose kernel can run a distributed algorithm (:mod:`mpiflow.algorithms`: a sort, a scan)
+also lists the signatures it computes *with* communication (``OpDef.collective``), such as
+``S(0) -> S(0)`` for a sort along dim 0. They compete with the others on the bytes their input
+conversions move; where one is chosen, the kernel gets the communicator of those mesh axes'
+ranks (``ctx.comm``, ordered as the split orders the shards) and runs the algorithm on it.
+
 An op's output shape and dtype, and on global tensors its chosen layouts, depend only on the
 op, the operands' shapes, dtypes and layouts, the types of the numbers among them and the
 attributes: :func:`apply` computes them once per such key and caches them (bounded; never for
@@ -16,12 +22,13 @@ kernel (about 2 us over numpy's own call for a small elementwise op).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy
 
@@ -30,14 +37,15 @@ from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
 from ..layouts.plan import Layout, conversion_cost
 from ..layouts.sbp import Broadcast, SbpParallel
-from ..layouts.shards import local_shape
+from ..layouts.shards import local_shape, shard_bounds
 from ..runtime import topology
 from ..tensors import trace
 from ..tensors.tape import record
 from ..tensors.tensor import Size, Tensor
 from .registry import register
 
-__all__ = ["MOVE_ENV", "B", "Context", "OpDef", "Signature", "apply", "result_dtype"]
+__all__ = ["MOVE_ENV", "B", "Context", "OpDef", "Signature", "apply", "apply_multi",
+           "result_dtype"]
 
 B = Broadcast()
 Signature = tuple[tuple[SbpParallel, ...], SbpParallel]
@@ -51,19 +59,37 @@ class Context:
     local tensors); ``global_shape`` the output's logical shape. A plain class with slots, not
     a dataclass: one is built per op call, and a frozen dataclass's ``__init__`` costs several
     microseconds.
+
+    ``comm`` is, where the op's chosen signature on some mesh axes is one of its collective
+    ones, the communicator of this rank's ranks along those axes (``comm_axes``), in the order
+    in which splits along them order the shards; None where the kernel runs on its shards
+    alone (always for local tensors).
     """
 
-    __slots__ = ("global_shape", "out_dtype", "out_sbp", "out_shape", "placement", "xp")
+    __slots__ = ("comm", "comm_axes", "global_shape", "out_dtype", "out_sbp", "out_shape",
+                 "placement", "xp")
 
     def __init__(self, xp: ModuleType, out_shape: Shape, global_shape: Shape,
                  out_dtype: numpy.dtype, placement: Placement | None = None,
-                 out_sbp: tuple[SbpParallel, ...] | None = None) -> None:
+                 out_sbp: tuple[SbpParallel, ...] | None = None, comm: Any = None,
+                 comm_axes: tuple[int, ...] = ()) -> None:
         self.xp = xp
         self.out_shape = out_shape
         self.global_shape = global_shape
         self.out_dtype = out_dtype
         self.placement = placement
         self.out_sbp = out_sbp
+        self.comm = comm
+        self.comm_axes = comm_axes
+
+    def extents(self, shape: Sequence[int], sbp: Sequence[SbpParallel], dim: int) -> list[int]:
+        """The extent along ``dim`` of the shard each rank of :attr:`comm` holds of a tensor of
+        logical ``shape`` laid out as ``sbp`` on this placement (``[shape[dim]]`` without a
+        communicator): the row counts a distributed algorithm along ``dim`` takes."""
+        if self.comm is None or self.placement is None:
+            return [int(shape[dim])]
+        return list(comm_extents(tuple(shape), self.placement, tuple(sbp), self.comm_axes,
+                                 topology.rank, dim))
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +107,14 @@ class OpDef:
         local_only: the op serves local tensors only (its kernel or gradient rule works on
             whole arrays); :func:`apply` refuses global operands with a ``TypeError``, and its
             public function sends them down a composite instead.
+        collective: ``collective(*input_shapes, **attrs) -> [Signature, ...]``: signatures the
+            kernel computes with a distributed algorithm along the mesh axes where one is
+            chosen (there it gets ``ctx.comm``); an input conversion costs them what it costs
+            the others, the algorithm's own traffic nothing (offer one only where it moves
+            less than converting to a local signature would).
+        outputs: how many arrays the kernel returns (a tuple), all of the output shape and
+            layout; ``dtype`` then returns a tuple of dtypes, :func:`apply` a tuple of tensors,
+            and the gradient rule (of the first output) gets them all as ``outputs``.
 
     OpDefs compare and hash by identity (``eq=False``): :func:`apply` keys its caches of shape,
     dtype and layout results by the op, and a generated ``__hash__`` over the fields would cost
@@ -92,9 +126,11 @@ class OpDef:
     kernel: Callable[..., Any]
     shape: Callable[..., Shape]
     layouts: Callable[..., list[Signature]]
-    dtype: Callable[..., numpy.dtype] | None = None
+    dtype: Callable[..., Any] | None = None
     grad: Callable[..., Any] | None = field(default=None, compare=False)
     local_only: bool = False
+    collective: Callable[..., list[Signature]] | None = None
+    outputs: int = 1
 
     def __post_init__(self) -> None:
         register(self)
@@ -162,16 +198,22 @@ def _same_placement(operands: Sequence[Any], tensors: Sequence[Tensor], name: st
 
 def _choose(op: OpDef, shapes: Sequence[Shape], sbps: Sequence[tuple[SbpParallel, ...]],
             itemsizes: Sequence[int], placement: Placement, attrs: dict[str, Any]
-            ) -> tuple[list[tuple[SbpParallel, ...]], tuple[SbpParallel, ...]]:
+            ) -> tuple[list[tuple[SbpParallel, ...]], tuple[SbpParallel, ...], tuple[int, ...]]:
+    """Per mesh axis the cheapest signature: the input layouts, the output layout and the mesh
+    axes where the chosen one is collective."""
     candidates: list[Signature] = list(op.layouts(*shapes, **attrs))
+    local = len(candidates)
+    if op.collective is not None:
+        candidates += op.collective(*shapes, **attrs)
     candidates.append(((B,) * len(shapes), B))
     chosen_in: list[list[SbpParallel]] = [[] for _ in shapes]
     chosen_out: list[SbpParallel] = []
+    collective_axes: list[int] = []
     for axis, k in enumerate(placement.mesh_shape):
         # Fewest bytes moved first, then fewest inputs converted (a signature the inputs
         # already match wins ties, as in OneFlow), then declaration order.
-        best, best_key = candidates[-1], (math.inf, math.inf)
-        for sig in candidates:
+        best, best_at, best_key = candidates[-1], len(candidates) - 1, (math.inf, math.inf)
+        for at, sig in enumerate(candidates):
             cost, converted = 0.0, 0
             for shape, sbp, itemsize, want in zip(shapes, sbps, itemsizes, sig[0]):
                 if itemsize == 0 and want != B:
@@ -181,11 +223,32 @@ def _choose(op: OpDef, shapes: Sequence[Shape], sbps: Sequence[tuple[SbpParallel
                     converted += 1
                     cost += conversion_cost(shape, itemsize, sbp[axis], want, k)
             if (cost, converted) < best_key:
-                best, best_key = sig, (cost, converted)
+                best, best_at, best_key = sig, at, (cost, converted)
         for i, want in enumerate(best[0]):
             chosen_in[i].append(want)
         chosen_out.append(best[1])
-    return [tuple(c) for c in chosen_in], tuple(chosen_out)
+        if local <= best_at < len(candidates) - 1 and k > 1:
+            collective_axes.append(axis)
+    return [tuple(c) for c in chosen_in], tuple(chosen_out), tuple(collective_axes)
+
+
+@functools.lru_cache(maxsize=4096)
+def comm_extents(shape: Shape, placement: Placement, sbp: tuple[SbpParallel, ...],
+                 axes: tuple[int, ...], rank: int, dim: int) -> tuple[int, ...]:
+    """:meth:`Context.extents`: per rank of the communicator of ``axes`` through ``rank``'s
+    coordinates (in the order of :func:`~mpiflow.boxing.execute.axes_communicator`), the
+    extent along ``dim`` of its shard of a ``shape`` laid out as ``sbp``."""
+    coords = placement.coordinates(rank)
+    assert coords is not None
+    mesh = placement.mesh_shape
+    out = []
+    for flat in range(math.prod(mesh[a] for a in axes)):
+        at = list(coords)
+        for a, c in zip(axes, numpy.unravel_index(flat, [mesh[a] for a in axes])):
+            at[a] = int(c)
+        lo, hi = shard_bounds(shape, mesh, sbp, at)[dim]
+        out.append(hi - lo)
+    return tuple(out)
 
 
 def _root(array: Any) -> Any:
@@ -215,9 +278,10 @@ _PLAIN = frozenset({bool, int, float, complex, str, type(None)})
 _CACHE_LIMIT = 1 << 14
 # (op, per operand (shape, dtype) or scalar type, attrs) -> (out_shape, out_dtype)
 _META: dict[tuple[Any, ...], tuple[Size, numpy.dtype]] = {}
-# (meta key, placement, per tensor sbp) -> (input layouts, output layout, shard shape)
+# (meta key, placement, per tensor sbp) -> (input layouts, output layout, shard shape,
+# collective mesh axes)
 _LAYOUT: dict[tuple[Any, ...], tuple[list[tuple[SbpParallel, ...]], tuple[SbpParallel, ...],
-                                      tuple[int, ...]]] = {}
+                                      tuple[int, ...], tuple[int, ...]]] = {}
 
 
 def _value_key(value: Any) -> Any:
@@ -256,8 +320,14 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
 
 def _meta(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
           attrs: dict[str, Any]) -> tuple[Size, numpy.dtype]:
-    """The output's logical shape and dtype, by the op's rules (uncached)."""
-    if op.dtype is not None:
+    """The output's logical shape and dtype (a tuple of dtypes for an op of several outputs,
+    which a multi-output op's Context also carries), by the op's rules (uncached)."""
+    out_dtype: Any
+    if op.outputs > 1:
+        assert op.dtype is not None, f"{op.name}: an op of several outputs gives their dtypes"
+        out_dtype = tuple(numpy.dtype(d) for d in op.dtype(*[t._data.dtype for t in tensors],
+                                                            **attrs))
+    elif op.dtype is not None:
         out_dtype = numpy.dtype(op.dtype(*[t._data.dtype for t in tensors], **attrs))
     else:
         out_dtype = result_dtype([t._data.dtype for t in tensors],
@@ -312,6 +382,9 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
         xp = numpy if type(data) is numpy.ndarray else array_module(data)
     else:
         placement, xp = None, numpy
+    if op.outputs > 1:  # apply_multi is the typed entry for these
+        return cast(Tensor, _apply_multi(op, operands, tensors, attrs, key, out_shape,
+                                         out_dtype, placement, xp))
     if placement is None:
         # Python numbers go to kernels as they are: array modules treat them as weakly typed.
         arrays = [v._data if isinstance(v, Tensor) else v for v in operands]
@@ -330,13 +403,28 @@ def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
     return _apply_global(op, operands, attrs, key, out_shape, out_dtype, placement, xp)
 
 
-def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
-                  key: tuple[Any, ...] | None, out_shape: Size, out_dtype: numpy.dtype,
-                  placement: Placement, xp: ModuleType) -> Tensor:
-    """:func:`apply` on global tensors: choose the layouts, redistribute, run on shards."""
+def apply_multi(op: OpDef, *operands: Any, **attrs: Any) -> tuple[Tensor, ...]:
+    """:func:`apply` for an op of several outputs (``op.outputs > 1``): a tuple of tensors.
+
+    Examples:
+        >>> from mpiflow.ops.sorting import SORT
+        >>> [t.tolist() for t in apply_multi(SORT, flow.tensor([2, 1]), dim=0, descending=False)]
+        [[1, 2], [1, 0]]
+    """
+    if op.outputs < 2:
+        raise TypeError(f"{op.name} has one output: call apply()")
+    return cast(tuple[Tensor, ...], apply(op, *operands, **attrs))
+
+
+def _lay_out(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
+             attrs: dict[str, Any], key: tuple[Any, ...] | None, out_shape: Size,
+             placement: Placement) -> tuple[list[Any], list[tuple[SbpParallel, ...]],
+                                            tuple[SbpParallel, ...], tuple[int, ...], Any,
+                                            tuple[int, ...]]:
+    """Choose the layouts of a global call (cached) and redistribute its inputs: ``(arrays,
+    input layouts, output layout, shard shape, communicator, collective mesh axes)``."""
     if op.local_only:
         raise TypeError(f"{op.name} is a local-only op: it takes no global tensors")
-    tensors = [v for v in operands if isinstance(v, Tensor)]
     lkey = None if key is None else (key, placement, *[t._sbp for t in tensors])
     chosen = None if lkey is None else _LAYOUT.get(lkey)
     rank = topology.rank
@@ -345,13 +433,18 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
         sbps: list[tuple[SbpParallel, ...]] = [
             v.sbp if isinstance(v, Tensor) else (B,) * placement.ndim for v in operands]
         itemsizes = [v._data.dtype.itemsize if isinstance(v, Tensor) else 0 for v in operands]
-        want_in, out_sbp = _choose(op, shapes, sbps, itemsizes, placement, attrs)
+        want_in, out_sbp, axes = _choose(op, shapes, sbps, itemsizes, placement, attrs)
         shard_shape = (local_shape(out_shape, placement, out_sbp, rank) if rank in placement
                        else (0,))
-        chosen = (want_in, out_sbp, tuple(shard_shape))
+        chosen = (want_in, out_sbp, tuple(shard_shape), axes)
         if lkey is not None:
             _remember(_LAYOUT, lkey, chosen)
-    want_in, out_sbp, shard_shape = chosen
+    want_in, out_sbp, shard_shape, axes = chosen
+    comm = None
+    if axes:  # every world rank makes the communicator together (on first use)
+        from ..boxing.execute import axes_communicator
+
+        comm = axes_communicator(placement, axes)
     arrays = []
     for v, want in zip(operands, want_in):
         if not isinstance(v, Tensor):
@@ -363,6 +456,49 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
 
             arrays.append(redistribute(v._data, tuple(v._shape), Layout(placement, v._sbp),
                                        Layout(placement, want)))
+    return arrays, want_in, out_sbp, shard_shape, comm, axes
+
+
+def _apply_multi(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
+                 attrs: dict[str, Any], key: tuple[Any, ...] | None, out_shape: Size,
+                 out_dtypes: Any, placement: Placement | None, xp: ModuleType
+                 ) -> tuple[Tensor, ...]:
+    """:func:`apply` of an op with several outputs of one shape and layout (a sort's values
+    and indices): a tuple of tensors. The first output carries the gradient; the rule gets
+    all of them as ``outputs``. A graph that traces one is not replayed (run eagerly)."""
+    if trace.state.recorder is not None:
+        trace.state.recorder.mark_unreplayable(f"{op.name} has several outputs")
+    if placement is None:
+        arrays = [v._data if isinstance(v, Tensor) else v for v in operands]
+        results = op.kernel(Context(xp, out_shape, out_shape, out_dtypes), *arrays, **attrs)
+        outs = tuple(Tensor(_cast(xp.asarray(r), d)) for r, d in zip(results, out_dtypes))
+    else:
+        arrays, _, out_sbp, shard_shape, comm, axes = _lay_out(op, operands, tensors, attrs,
+                                                                key, out_shape, placement)
+        if topology.rank not in placement:
+            results = tuple(xp.empty((0,), dtype=d) for d in out_dtypes)
+        else:
+            ctx = Context(xp, shard_shape, out_shape, out_dtypes, placement, out_sbp, comm,
+                          axes)
+            results = tuple(_cast(xp.asarray(r), d)
+                            for r, d in zip(op.kernel(ctx, *arrays, **attrs), out_dtypes))
+            for r in results:
+                if tuple(r.shape) != shard_shape:
+                    raise AssertionError(f"{op.name}: shard of shape {tuple(r.shape)} for "
+                                         f"layout {out_sbp}, expected {shard_shape}")
+        outs = tuple(Tensor(r, placement, out_sbp, out_shape) for r in results)
+    record(op.name, op.grad, operands, {**attrs, "outputs": outs}, outs[0])
+    return outs
+
+
+def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
+                  key: tuple[Any, ...] | None, out_shape: Size, out_dtype: numpy.dtype,
+                  placement: Placement, xp: ModuleType) -> Tensor:
+    """:func:`apply` on global tensors: choose the layouts, redistribute, run on shards."""
+    tensors = [v for v in operands if isinstance(v, Tensor)]
+    arrays, want_in, out_sbp, shard_shape, comm, axes = _lay_out(op, operands, tensors, attrs,
+                                                                  key, out_shape, placement)
+    rank = topology.rank
     if rank not in placement:
         empty = Tensor(xp.empty((0,), dtype=out_dtype), placement, out_sbp, out_shape)
         if trace.state.recorder is not None:
@@ -370,7 +506,7 @@ def _apply_global(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any],
                 _global_step(op, operands, want_in, None, attrs, out_dtype), operands, empty,
                 attrs)
         return record(op.name, op.grad, operands, attrs, empty)
-    ctx = Context(xp, shard_shape, out_shape, out_dtype, placement, out_sbp)
+    ctx = Context(xp, shard_shape, out_shape, out_dtype, placement, out_sbp, comm, axes)
     out = xp.asarray(op.kernel(ctx, *arrays, **attrs))
     if out.dtype != out_dtype:
         out = out.astype(out_dtype)

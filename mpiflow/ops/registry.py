@@ -100,6 +100,17 @@ class OpInfo:
         b = Broadcast()
         return [*sigs, ((b,) * len(shapes), b)]
 
+    def collective_signatures(self, mesh: tuple[int, ...] = (2,)) -> list[Signature]:
+        """The signatures its kernel computes with a distributed algorithm (``collective``),
+        for its first sample; none where it has none."""
+        if self.op.collective is None or self.op.local_only or not self.dtypes:
+            return []
+        samples = self.samples(self.dtypes[0], mesh)
+        if not samples:
+            return []
+        shapes = [numpy.shape(v) for v in samples[0].operands]
+        return list(self.op.collective(*shapes, **samples[0].attrs))
+
 
 def signature_text(signature: Signature) -> str:
     """``(S(0), B) -> S(0)``; one input is written without parentheses: ``S(1) -> S(0)``.
@@ -164,7 +175,8 @@ def _layouts_cells(info: OpInfo) -> list[str]:
         return ["local tensors only"]
     if info.unsampled is not None:
         return [f"(not sampled: {info.unsampled})"]
-    return [signature_text(s) for s in info.signatures()]
+    return ([signature_text(s) for s in info.signatures()]
+            + [f"{signature_text(s)} (collective)" for s in info.collective_signatures()])
 
 
 def _wrap(cells: Sequence[str], width: int) -> list[str]:

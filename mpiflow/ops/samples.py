@@ -202,6 +202,21 @@ def _cumsum(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     return [Sample((x,), {"dims": (0,), "out": None}), Sample((x,), {"dims": (1,), "out": None})]
 
 
+def _sort(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    # Ties (integers from a few values) check stability; NaN sorts last (first descending).
+    x = _values((13,), dtype, 3)
+    if dtype.kind in "iu":
+        x = x % 3
+    if dtype.kind == "f":
+        x[4] = numpy.nan
+    m = _values((7, 3), dtype, 4)
+    nan = dtype.kind == "f"  # no gradient through NaN (central differences give NaN)
+    return [Sample((x,), {"dim": 0, "descending": False}, grad=not nan),
+            Sample((x,), {"dim": 0, "descending": True}, grad=not nan),
+            Sample((m,), {"dim": 0, "descending": True}),
+            Sample((m,), {"dim": 1, "descending": False})]
+
+
 def _put_along(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     x = _values((5, 3), numpy.dtype(numpy.float64), 1)
     out = []
@@ -497,6 +512,7 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
     "softmax": ((F64, F32), _softmax),
     "logsumexp": ((F64, F32, I64), _logsumexp),
     "cumsum": ((F64, I64), _cumsum),
+    "sort": ((F64, I64), _sort),
     "put_along": ((F64,), _put_along),
     "reshape": ((F64, I64, BOOL), _reshape),
     "permute": ((F64, I64), _permute),

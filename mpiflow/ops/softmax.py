@@ -1,7 +1,7 @@
-"""``softmax``, ``log_softmax``, ``logsumexp`` and ``cumsum``: reductions along one dim.
+"""``softmax``, ``log_softmax`` and ``logsumexp``: reductions along one dim.
 
 Layout rules, per mesh axis: a split of another dim stays a split; a split of the reduced dim is
-omitted, so the engine gathers it first (``cumsum`` also keeps ``P -> P``, being linear).
+omitted, so the engine gathers it first.
 Gradient rules are the closed forms, written with mpiflow ops.
 """
 
@@ -14,24 +14,21 @@ import numpy
 
 from ..tensors.tensor import Tensor, bind
 from . import pointwise as pw
-from .engine import Context, OpDef, Signature, apply
+from .engine import Context, OpDef, apply
 from .reduction import sum as reduce_sum
 from .reduction_rules import (
-    P_SUM,
     DimArg,
     Dims,
     Shape,
     accumulator,
     check_floating,
-    integral_to_long,
     kept_splits,
     reduced_shape,
     reduction_dims,
-    requested_dtype,
     unreduce,
 )
 
-__all__ = ["logsumexp", "softmax", "log_softmax", "cumsum"]
+__all__ = ["logsumexp", "softmax", "log_softmax"]
 
 
 def _unchanged(shape: Shape, **_: Any) -> Shape:
@@ -67,16 +64,6 @@ def _logsumexp_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, **_: A
     return out.reshape(ctx.out_shape)
 
 
-def _cumsum_kernel(ctx: Context, a: Any, *, dims: Dims, **_: Any) -> Any:
-    if not dims:  # a 0-d input
-        return a.astype(ctx.out_dtype)
-    return ctx.xp.cumsum(a, axis=dims[0], dtype=accumulator(ctx.out_dtype))
-
-
-def _cumsum_layouts(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
-    return [*kept_splits(shape, dims=dims), ((P_SUM,), P_SUM)]
-
-
 def _logsumexp_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
                     **_: Any) -> tuple[Tensor]:
     """``g * softmax(x)``, with ``softmax(x) = exp(x - logsumexp(x))``."""
@@ -94,23 +81,11 @@ def _softmax_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, log: 
     return (pw.mul(result, pw.sub(g, reduce_sum(pw.mul(g, result), dims, keepdim=True))),)
 
 
-def _cumsum_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, **_: Any
-                 ) -> tuple[Tensor]:
-    """The running sum from the end: ``flip(cumsum(flip(g)))``."""
-    from .shape import flip
-
-    if not dims:
-        return (g,)
-    return (flip(cumsum(flip(g, dims), dims[0]), dims),)
-
-
 # Ops along a dim need it whole: their layout rules split the other dims only.
 SOFTMAX = OpDef("softmax", _softmax_kernel, _unchanged, kept_splits, _float_dtype,
                 _softmax_grad)
 LOGSUMEXP = OpDef("logsumexp", _logsumexp_kernel, reduced_shape, kept_splits, _float_dtype,
                   _logsumexp_grad)
-CUMSUM = OpDef("cumsum", _cumsum_kernel, _unchanged, _cumsum_layouts, integral_to_long,
-               _cumsum_grad)
 
 
 def _softmax(name: str, input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
@@ -172,25 +147,6 @@ def logsumexp(input: Tensor, dim: DimArg, keepdim: bool = False) -> Tensor:
         1000.693
     """
     return apply(LOGSUMEXP, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim)
-
-
-def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given.
-
-    Args:
-        input: the tensor.
-        dim: the dimension to accumulate along (never split on a global tensor).
-        dtype: the dtype to compute in and return.
-
-    Returns:
-        A tensor of ``input``'s shape; a partial sum stays one (``P -> P``).
-
-    Examples:
-        >>> flow.cumsum(flow.tensor([1, 2, 3]), dim=0).tolist()
-        [1, 3, 6]
-    """
-    return apply(CUMSUM, input, dims=reduction_dims(operator.index(dim), input.ndim),
-                 out=requested_dtype(dtype))
 
 
 bind({_name: globals()[_name] for _name in __all__})

@@ -324,6 +324,10 @@ class BoundMethods:
             correction: builtins.int | None = None) -> Self:
         """The variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``."""
 
+    # mpiflow.ops.scans
+    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Self:
+        """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given."""
+
     # mpiflow.ops.shape
     @property
     def T(self) -> Self:
@@ -352,8 +356,6 @@ class BoundMethods:
         """``input`` with a new shape of the same number of elements; one extent may be -1."""
 
     # mpiflow.ops.softmax
-    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Self:
-        """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given."""
     def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Self:
         """``x - logsumexp(x)`` along ``dim``, computed stably."""
     def logsumexp(self, dim: builtins.int | Sequence[builtins.int] | None,
@@ -361,6 +363,16 @@ class BoundMethods:
         """``log(sum(exp(x)))`` over ``dim``, computed stably; integers give float32."""
     def softmax(self, dim: builtins.int, dtype: Any = None) -> Self:
         """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (the max is subtracted first)."""
+
+    # mpiflow.ops.sorting
+    def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> Self:
+        """The indices that sort ``input`` along ``dim`` (torch's ``argsort``; see :func:`sort`)."""
+    def msort(self) -> Self:
+        """``input`` sorted along its first dim (torch's ``msort``)."""
+    def sort(self, dim: builtins.int = -1, descending: builtins.bool = False,
+             stable: builtins.bool = False) -> tuple[Self, Self]:
+        """The values along ``dim`` in order, and their indices (torch's ``sort``)."""
 
     # mpiflow.tensors.conversion
     def check_meta_consistency(self) -> None:

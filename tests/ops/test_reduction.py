@@ -209,9 +209,13 @@ def test_ops_along_a_dim_never_split_it() -> None:
     assert sbp_of(x.prod(1)) == (S0,)
     assert sbp_of(x.argmax(1)) == (S0,)
     assert sbp_of((x > 0).any(1)) == (S0,)
-    for out in (x.softmax(0), x.cumsum(0), x.argmax(0, keepdim=True), x.prod(0, keepdim=True),
+    for out in (x.softmax(0), x.argmax(0, keepdim=True), x.prod(0, keepdim=True),
                 x.logsumexp(0, keepdim=True), x.max(0, keepdim=True).indices):
         assert out.sbp[0] not in (S0, P)
+    # a scan along the split dim keeps it split: each rank sends one row of totals
+    with count_collectives() as calls:
+        assert sbp_of(x.cumsum(0)) == (S0,)
+    assert dict(calls) == ({"all_gather": 1} if SIZE > 1 else {})
     assert sbp_of(glob(full((3, 4)), P).cumsum(0)) == (P,)
 
 

@@ -33,7 +33,7 @@ import mpiflow as flow
 from mpiflow.communication import count_collectives
 from mpiflow.layouts.sbp import Broadcast, Partial, ReduceOp, SbpParallel, Split
 from mpiflow.ops import registry
-from mpiflow.ops.engine import OpDef, apply
+from mpiflow.ops.engine import OpDef, apply, apply_multi
 from mpiflow.ops.samples import Sample
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
@@ -105,11 +105,12 @@ def cotangent(out: flow.Tensor) -> numpy.ndarray:
 
 # -- one run -----------------------------------------------------------------------------------
 def run(info: registry.OpInfo, sample: Sample, sbps: tuple[SbpParallel, ...],
-        expect: SbpParallel | None, what: str) -> None:
+        expect: SbpParallel | None, what: str, collective: bool = False) -> None:
     """Run ``info``'s op on ``sample`` laid out by ``sbps`` and compare it with the local op.
 
     ``expect``: the output layout the signature promises; the op must then also run without
-    communication. None: inputs the engine redistributes as it chooses.
+    communication (``collective``: without redistributing its inputs, its kernel's own
+    algorithm communicating). None: inputs the engine redistributes as it chooses.
     """
     op = info.op
     inputs: list[Any] = []
@@ -131,12 +132,20 @@ def run(info: registry.OpInfo, sample: Sample, sbps: tuple[SbpParallel, ...],
         attrs[name] = flow.tensor(value, placement=ALL, sbp=(B,) * len(MESH))
         local_attrs[name] = flow.tensor(value)
 
-    with count_collectives() as calls:
-        out = apply(op, *inputs, **attrs)
-    want = apply(op, *local, **local_attrs)
+    call = apply_multi if op.outputs > 1 else apply
+    with count_collectives() as calls, counting_redistributions() as moves:
+        out: Any = call(op, *inputs, **attrs)
+    want: Any = call(op, *local, **local_attrs)
+    if op.outputs > 1:  # the first output is checked like any; the others' values below
+        for k, (o, w) in enumerate(zip(out[1:], want[1:]), 1):
+            check_equal(o.numpy(), w.numpy(), f"{what}: output {k}")
+        out, want = out[0], want[0]
     if expect is not None:
         assert out.sbp == (expect,), f"{what}: chose the layout {out.sbp}, not {expect}"
-        assert not calls, f"{what}: communicated ({dict(calls)}) for a signature it accepts"
+        if collective:
+            assert not moves, f"{what}: redistributed its inputs for a collective signature"
+        else:
+            assert not calls, f"{what}: communicated ({dict(calls)}) for a signature it accepts"
     got, expected = out.numpy(), want.numpy()
     if sample.canonical is not None:
         got, expected = sample.canonical(got), sample.canonical(expected)
@@ -160,13 +169,37 @@ def run(info: registry.OpInfo, sample: Sample, sbps: tuple[SbpParallel, ...],
                         dtypes)
 
 
-def signatures(info: registry.OpInfo, sample: Sample) -> list[tuple[tuple[Any, ...], Any]]:
-    """The op's signatures for ``sample`` on this placement, B -> B last; those that give a
-    Python number anything but B are left out (the engine never chooses them)."""
+def signatures(info: registry.OpInfo, sample: Sample
+               ) -> list[tuple[tuple[tuple[Any, ...], Any], bool]]:
+    """The op's signatures for ``sample`` on this placement, B -> B last, each with whether
+    it is collective; those that give a Python number anything but B are left out (the engine
+    never chooses them), and collective ones at one rank (there they are local)."""
     shapes = [numpy.shape(v) for v in sample.operands]
-    sigs = [*info.op.layouts(*shapes, **sample.attrs), ((B,) * len(shapes), B)]
-    return [s for s in sigs
+    sigs = [(s, False) for s in info.op.layouts(*shapes, **sample.attrs)]
+    if info.op.collective is not None and SIZE > 1:
+        sigs += [(s, True) for s in info.op.collective(*shapes, **sample.attrs)]
+    sigs.append((((B,) * len(shapes), B), False))
+    return [(s, c) for s, c in sigs
             if all(isinstance(v, numpy.ndarray) or p == B for v, p in zip(sample.operands, s[0]))]
+
+
+@contextlib.contextmanager
+def counting_redistributions() -> Iterator[list[Any]]:
+    """Record every input redistribution the engine makes inside the block."""
+    from mpiflow.boxing import execute
+
+    moves: list[Any] = []
+    original = execute.redistribute
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        moves.append(args[2:4])
+        return original(*args, **kwargs)
+
+    execute.redistribute = counted
+    try:
+        yield moves
+    finally:
+        execute.redistribute = original
 
 
 def redistributed(sample: Sample) -> Iterator[tuple[SbpParallel, ...]]:
@@ -192,9 +225,9 @@ def test_op_on_every_layout_it_accepts_matches_the_local_op(name: str) -> None:
                 with pytest.raises(TypeError, match="local-only"):
                     apply(info.op, *inputs, **sample.attrs)
                 continue
-            for ins, out in signatures(info, sample):
+            for (ins, out), collective in signatures(info, sample):
                 text = registry.signature_text((ins, out))
-                run(info, sample, ins, out, f"{label} {text}")
+                run(info, sample, ins, out, f"{label} {text}", collective)
             for ins in redistributed(sample):
                 run(info, sample, ins, None, f"{label} from ({', '.join(map(str, ins))})")
 
@@ -269,6 +302,11 @@ def test_gradient_rule_matches_finite_differences(name: str, k: int) -> None:
     args = [flow.tensor(v, requires_grad=differentiable(info.op, sample, v))
             if isinstance(v, numpy.ndarray) else v for v in sample.operands]
     attrs = {**sample.attrs, **{n: flow.tensor(v) for n, v in sample.tensor_attrs.items()}}
-    if apply(info.op, *args, **attrs).dtype != flow.float64:
+    def first(*xs: Any) -> flow.Tensor:  # an op of several outputs: the differentiable one
+        if info.op.outputs > 1:
+            return apply_multi(info.op, *xs, **attrs)[0]
+        return apply(info.op, *xs, **attrs)
+
+    if first(*args).dtype != flow.float64:
         pytest.skip("central differences need a float64 output (a cast to float32 has none)")
-    assert flow.autograd.gradcheck(lambda *xs: apply(info.op, *xs, **attrs), args)
+    assert flow.autograd.gradcheck(first, args)
