@@ -11,13 +11,15 @@ the kernel the communicator of those axes (``Context.comm``). Planning who sends
 - :mod:`.exchange`: :func:`fetch` (each rank gets the global row ranges it wants, in one
   ``all_to_all_v``), :func:`rebalance`, :func:`halo`;
 - :mod:`.scans`: cumulative sums, products, extrema and log-sum-exp;
-- :mod:`.samplesort`: sample sort, stable, to any output counts, with the rows' origins.
+- :mod:`.samplesort`: sample sort, stable, to any output counts, with the rows' origins;
+- :mod:`.indexing`: :func:`take` and :func:`put` of rows by global row number.
 """
 
 from .exchange import fetch, gather_counts, halo, rebalance
+from .indexing import put, take
 from .ranges import FetchPlan, balanced, fetch_plan, offsets, pieces
 from .samplesort import sort
 from .scans import scan
 
 __all__ = ["FetchPlan", "balanced", "fetch", "fetch_plan", "gather_counts", "halo", "offsets",
-           "pieces", "rebalance", "scan", "sort"]
+           "pieces", "put", "rebalance", "scan", "sort", "take"]
