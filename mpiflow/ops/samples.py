@@ -23,7 +23,7 @@ import numpy
 
 from ..core import exact_sum as xs
 
-__all__ = ["SAMPLES", "UNSAMPLED", "Sample"]
+__all__ = ["SAMPLES", "UNSAMPLED", "Sample", "sample_values"]
 
 Shape = tuple[int, ...]
 Mesh = tuple[int, ...]
@@ -76,6 +76,9 @@ def _values(shape: Shape, dtype: numpy.dtype, seed: int, domain: str = "any") ->
     if domain == "nonzero":
         v = v * rng.choice([-1, 1], size=shape)
     return numpy.asarray(v).astype(dtype)
+
+
+sample_values = _values  # the public name, for the families' sample modules
 
 
 def _number(dtype: numpy.dtype, value: float) -> Any:
