@@ -1,4 +1,4 @@
-"""Heat 1.9's times for the shapes of ``python -m mpiflow.bench --suite science``: the peer's column.
+"""Heat 1.9's times for the shapes of the science bench suite: the peer's column.
 
 Heat is not a dependency of mpiflow: run this in a venv of its own, where Heat 1.9 (Python 3.12
 or newer) and the same MPI are installed, under the same mpiexec and rank count as the mpiflow
