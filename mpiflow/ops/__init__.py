@@ -8,6 +8,8 @@ from . import methods  # noqa: F401 - binds the operators and the pointwise meth
 from .conv import conv2d
 from .deterministic_sum import nansum, vdot
 from .engine import OpDef, apply
+from .gathers import *  # noqa: F403
+from .gathers import __all__ as _gathers_all
 from .indexing import *  # noqa: F403 - each module's __all__ is part of this package's API
 from .indexing import __all__ as _indexing_all
 from .join import *  # noqa: F403
@@ -22,6 +24,8 @@ from .reduction import __all__ as _reduction_all
 from .scans import *  # noqa: F403
 from .scans import __all__ as _scans_all
 from .shape import *  # noqa: F403
+from .shifts import *  # noqa: F403
+from .shifts import __all__ as _shifts_all
 from .shape import __all__ as _shape_all
 from .softmax import *  # noqa: F403
 from .softmax import __all__ as _softmax_all
@@ -30,4 +34,4 @@ from .sorting import __all__ as _sorting_all
 
 __all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
            *_linalg_all, *_shape_all, *_join_all, *_scans_all, *_sorting_all,
-           *_indexing_all, "conv2d", "max_pool2d", "avg_pool2d"]
+           *_indexing_all, *_gathers_all, *_shifts_all, "conv2d", "max_pool2d", "avg_pool2d"]
