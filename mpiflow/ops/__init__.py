@@ -7,6 +7,7 @@ from ..tensors import (  # noqa: F401 - binds the conversions (to_global, ...) t
 from . import methods  # noqa: F401 - binds the operators and the pointwise methods
 from .conv import conv2d
 from .deterministic_sum import nansum, vdot
+from .distance import cdist
 from .engine import OpDef, apply
 from .gathers import *  # noqa: F403
 from .gathers import __all__ as _gathers_all
@@ -38,4 +39,4 @@ from .sorting import __all__ as _sorting_all
 
 __all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
            *_linalg_all, *_shape_all, *_join_all, *_scans_all, *_sorting_all,
-           *_indexing_all, *_gathers_all, *_shifts_all, *_moments_all, *_selection_all, "conv2d", "max_pool2d", "avg_pool2d"]
+           *_indexing_all, *_gathers_all, *_shifts_all, *_moments_all, *_selection_all, "cdist", "conv2d", "max_pool2d", "avg_pool2d"]
