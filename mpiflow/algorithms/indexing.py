@@ -165,7 +165,7 @@ def put(values: Any, comm: Communicator, axis: int, rows: Any, out_counts: Seque
 def _columns(xp: Any, array: Any, axis: int) -> Any:
     """``array`` with ``axis`` first and the other axes flattened: ``(rows, columns)``."""
     rows = front(xp, array, axis)
-    return rows.reshape(rows.shape[0], -1)
+    return rows.reshape(rows.shape[0], math.prod(rows.shape[1:]))  # (-1 fails on 0 rows)
 
 
 def take_along(local: Any, comm: Communicator | None, axis: int, counts: Sequence[int],

@@ -28,6 +28,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -268,7 +269,7 @@ def _take_grad_kernel(ctx: Context, g: Any, index: Any, *, dim: int, size: Shape
         return out
     if index.shape[0] != g.shape[dim]:  # a whole index: cut to the rows of g held here
         index = part_of(ctx, index, ctx.extents(index.shape, split_on_comm(ctx, 0), 0), 0)
-    values = g.reshape(*g.shape[:dim], -1, *g.shape[dim + k:])
+    values = g.reshape(*g.shape[:dim], math.prod(g.shape[dim:dim + k]), *g.shape[dim + k:])
     assert ctx.out_sbp is not None
     return put(values, ctx.comm, dim, index.reshape(-1), ctx.extents(size, ctx.out_sbp, dim))
 

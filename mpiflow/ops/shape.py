@@ -49,6 +49,7 @@ from ..tensors.tape import record
 from ..tensors.tensor import Tensor, bind
 from .engine import Context, OpDef, Signature, apply
 from .layout_rules import keep_partial, wrap_dim
+from .rechunk import rechunk
 
 __all__ = [
     "reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
@@ -186,8 +187,6 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
             if kept is not None:
                 return _reshape_in_place(input, size, kept)
         if input.numel() > 1:  # a split that no output split matches: re-chunk, not gather
-            from .rechunk import rechunk
-
             return rechunk(input, size)
     return apply(RESHAPE, input, size=size, mesh=mesh)
 

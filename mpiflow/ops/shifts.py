@@ -183,7 +183,8 @@ PAD_GRAD = OpDef("pad_grad", _pad_grad_kernel,
                      shape, dim=dim, before=-before, after=-after),
                  lambda shape, *, dim, **_: _others(shape, dim) + [
                      ((partial_sum,), partial_sum)],
-                 grad=lambda g, operands, out, **attrs: (apply(PAD, g, **attrs),),
+                 grad=lambda g, operands, out, **attrs: (apply(PAD, g, **{**attrs,
+                                                                           "value": 0.0}),),
                  collective=_own_dim)
 
 
