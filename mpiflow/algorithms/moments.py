@@ -70,7 +70,7 @@ def moments(local: Any, dims: Sequence[int], comm: Communicator | None
     counts = recv[:, 0]
     means = recv[:, 1:1 + k].reshape(comm.size, *shape)
     m2s = recv[:, 1 + k:].reshape(comm.size, *shape)
-    total = int(round(float(counts.sum())))
+    total = round(float(counts.sum()))
     if total == 0:
         return 0, means[0], m2s[0]
     weights = counts.reshape(-1, *([1] * len(shape)))

@@ -555,4 +555,5 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 UNSAMPLED: dict[str, str] = {}
 
 from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
+
 SAMPLES.update(_INDEXING)

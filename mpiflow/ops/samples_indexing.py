@@ -102,7 +102,7 @@ def _pad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     x = sample_values((7, 3), dtype, 1)
     out = [Sample((x,), {"dim": 0, "before": b, "after": a, "mode": m, "value": v})
            for m, b, a, v in _PADS]
-    return out + [Sample((x,), {"dim": 1, "before": 1, "after": 2, "mode": "reflect",
+    return [*out, Sample((x,), {"dim": 1, "before": 1, "after": 2, "mode": "reflect",
                                 "value": 0.0})]
 
 

@@ -77,11 +77,14 @@ def _roll_kernel(ctx: Context, a: Any, *, shift: int, dim: int) -> Any:
     return _segments_run(ctx, a, dim, n, [("rows", n - s, n), ("rows", 0, n - s)])
 
 
+def _roll_grad(g: Tensor, operands: Any, out: Tensor, *, shift: int, dim: int
+               ) -> tuple[Tensor]:
+    return (apply(ROLL, g, shift=-shift, dim=dim),)
+
+
 ROLL = OpDef("roll", _roll_kernel, lambda shape, **_: shape,
              lambda shape, *, dim, **_: _others(shape, dim) + keep_partial(),
-             grad=lambda g, operands, out, *, shift, dim: (apply(ROLL, g, shift=-shift,
-                                                                   dim=dim),),
-             collective=_own_dim)
+             grad=_roll_grad, collective=_own_dim)
 
 
 def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
@@ -181,8 +184,8 @@ def _pad_grad_kernel(ctx: Context, g: Any, *, dim: int, before: int, after: int,
 PAD_GRAD = OpDef("pad_grad", _pad_grad_kernel,
                  lambda shape, *, dim, before, after, **_: _pad_shape(
                      shape, dim=dim, before=-before, after=-after),
-                 lambda shape, *, dim, **_: _others(shape, dim) + [
-                     ((partial_sum,), partial_sum)],
+                 lambda shape, *, dim, **_: [*_others(shape, dim),
+                                             ((partial_sum,), partial_sum)],
                  grad=lambda g, operands, out, **attrs: (apply(PAD, g, **{**attrs,
                                                                            "value": 0.0}),),
                  collective=_own_dim)
@@ -262,7 +265,7 @@ def _diff_shape(shape: Shape, *edges: Shape, dim: int, start: int, stop: int, **
 
 def _diff_layouts(shape: Shape, *edges: Shape, dim: int, **_: Any) -> list[Signature]:
     k = 1 + len(edges)
-    return _others(shape, dim, k) + [((partial_sum,) * k, partial_sum)]
+    return [*_others(shape, dim, k), ((partial_sum,) * k, partial_sum)]
 
 
 def _diff_collective(shape: Shape, *edges: Shape, dim: int, **_: Any) -> list[Signature]:
