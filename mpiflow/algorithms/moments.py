@@ -22,25 +22,34 @@ from typing import Any
 import numpy
 
 from ..communication import Communicator
-from ..core.array_module import array_module
+from ..core.array_module import array_module, to_host
 
 __all__ = ["local_moments", "moments"]
+
+
+def _parts(array: Any, dims: tuple[int, ...], dtype: Any) -> tuple[int, Any, Any, Any]:
+    """``(count, mean, correction, M2)`` of one array over ``dims`` (kept as size 1): the
+    corrected two-pass algorithm. ``mean + correction`` is the mean to more than the dtype's
+    precision (``correction`` is the rounding error of ``mean``, from the deviations' sum)."""
+    xp = array_module(array)
+    count = math.prod(array.shape[d] for d in dims)
+    shape = tuple(1 if d in dims else n for d, n in enumerate(array.shape))
+    if count == 0:
+        zeros = xp.zeros(shape, dtype=dtype)
+        return 0, zeros, zeros, zeros
+    mean = xp.sum(array, axis=dims, keepdims=True, dtype=dtype) / count
+    deviation = array - mean
+    residual = xp.sum(deviation, axis=dims, keepdims=True, dtype=dtype)
+    m2 = xp.sum(deviation * deviation, axis=dims, keepdims=True, dtype=dtype)
+    return count, mean, residual / count, m2 - residual * residual / count
 
 
 def local_moments(array: Any, dims: Sequence[int], dtype: Any = None) -> tuple[int, Any, Any]:
     """``(count, mean, sum of squared deviations)`` over ``dims`` of one array (kept as size 1
     dims), computed in ``dtype`` (default the array's); the mean of no elements is 0."""
-    xp = array_module(array)
-    dims = tuple(dims)
-    count = math.prod(array.shape[d] for d in dims)
     dtype = array.dtype if dtype is None else numpy.dtype(dtype)
-    if count == 0:
-        shape = tuple(1 if d in dims else n for d, n in enumerate(array.shape))
-        return 0, xp.zeros(shape, dtype=dtype), xp.zeros(shape, dtype=dtype)
-    mean = xp.sum(array, axis=dims, keepdims=True, dtype=dtype) / count
-    deviation = array - mean
-    m2 = xp.sum(deviation * deviation, axis=dims, keepdims=True, dtype=dtype)
-    return count, mean.astype(dtype, copy=False), m2
+    count, mean, correction, m2 = _parts(array, tuple(dims), dtype)
+    return count, mean + correction, m2
 
 
 def moments(local: Any, dims: Sequence[int], comm: Communicator | None
@@ -58,22 +67,26 @@ def moments(local: Any, dims: Sequence[int], comm: Communicator | None
     """
     xp = array_module(local)
     wide = numpy.dtype(numpy.float64)
-    count, mean, m2 = local_moments(local, dims, wide)
     if comm is None or comm.size == 1:
-        return count, mean, m2
+        return local_moments(local, dims, wide)
+    count, mean, correction, m2 = _parts(local, tuple(dims), wide)
     shape = mean.shape
     send = xp.concatenate([xp.asarray([count], dtype=wide), mean.reshape(-1),
-                           m2.reshape(-1)])
+                           correction.reshape(-1), m2.reshape(-1)])
     recv = xp.empty((comm.size, send.shape[0]), dtype=wide)
     comm.all_gather(send, recv)
     k = mean.size
     counts = recv[:, 0]
-    means = recv[:, 1:1 + k].reshape(comm.size, *shape)
-    m2s = recv[:, 1 + k:].reshape(comm.size, *shape)
+    means, fixes, m2s = (recv[:, 1 + j * k:1 + (j + 1) * k].reshape(comm.size, *shape)
+                         for j in range(3))
     total = round(float(counts.sum()))
     if total == 0:
         return 0, means[0], m2s[0]
+    # Differences from one part's mean (exact for close means), plus each part's rounding
+    # correction: the spread of the parts' means keeps the precision of the deviations.
     weights = counts.reshape(-1, *([1] * len(shape)))
-    mean = (weights * means).sum(axis=0) / total
-    spread = (means - mean) ** 2  # empty parts weigh nothing
-    return total, mean, (m2s + weights * spread).sum(axis=0)
+    reference = means[int(numpy.argmax(to_host(counts) > 0))]
+    offsets = xp.where(weights > 0, (means - reference) + fixes, 0.0)
+    shift = (weights * offsets).sum(axis=0) / total
+    spread = (offsets - shift) ** 2  # empty parts weigh nothing
+    return total, reference + shift, (m2s + weights * spread).sum(axis=0)

@@ -167,7 +167,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     Args:
         input: a tensor.
         indices: an integer tensor of ``input``'s number of dims, broadcast with it beside
-            ``dim``; entries may be negative (from the end).
+            ``dim``; entries in ``[-n, n)``, negative ones from the end (as numpy's
+            ``take_along_axis``; torch leaves negative ones undefined).
         dim: the dim to gather along; None: the flattened tensors.
 
     Returns:

@@ -154,7 +154,11 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """
     if not isinstance(mask, Tensor) or mask.dtype.numpy.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = numpy.broadcast_shapes(tuple(input.shape), tuple(mask.shape)) or (1,)
+    try:
+        shape = numpy.broadcast_shapes(tuple(input.shape), tuple(mask.shape)) or (1,)
+    except ValueError:
+        raise RuntimeError(f"masked_select: the shapes {tuple(input.shape)} of the input and "
+                           f"{tuple(mask.shape)} of the mask do not broadcast") from None
     input, mask = pw.expand(input, shape), pw.expand(mask, shape)
     if input.ndim != len(shape):  # 0-d operands: one element
         from .shape import reshape
