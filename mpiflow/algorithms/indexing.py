@@ -48,7 +48,8 @@ def _check_rows(xp: Any, rows: Any, n: int, what: str) -> None:
 def _route(xp: Any, comm: Communicator, dest: Any) -> tuple[Any, list[int], list[int]]:
     """Order the items by destination rank: ``(order, send counts, receive counts)``."""
     p = comm.size
-    order = xp.argsort(dest, kind="stable")
+    small = numpy.uint8 if p <= 256 else numpy.uint16 if p <= 1 << 16 else numpy.int64
+    order = xp.argsort(dest.astype(small), kind="stable")  # small ints: numpy's radix sort
     send = [int(c) for c in to_host(xp.bincount(dest, minlength=p))] if dest.size else [0] * p
     recv = xp.empty(p, dtype=numpy.int64)
     comm.all_to_all(xp.asarray(send, dtype=numpy.int64), recv)
