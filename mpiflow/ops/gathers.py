@@ -11,11 +11,12 @@ Layout rules, per mesh axis: a split of a dim beside ``dim`` stays a split (both
 alike; each rank gathers within its columns); a split of the index (``take``: of any of its
 dims) with a whole ``x`` stays a split; a partial ``x`` with a whole index stays partial (a
 gather selects). And the collective signatures: ``x`` split along ``dim`` with the index split
-alike or whole gives a result split along ``dim``: the kernel runs
+alike (``take``: along any of its dims) gives a result split there: the kernel runs
 :func:`mpiflow.algorithms.take` (``take_along``: on single elements), which asks the owners of
-the rows each rank needs for them: two ``all_to_all_v``, and only the rows asked for move. A
-whole index is cut to the rows of this rank's part of the result, so that ``x[idx]`` of a split
-``x`` and an index every rank holds is split too. The adjoints run :func:`mpiflow.algorithms.put`.
+the rows each rank needs for them: two ``all_to_all_v``, and only the rows asked for move. An
+index every rank holds whole is cut to a split one first (the engine's free ``B -> S``), so
+that ``x[idx]`` of a split ``x`` and a whole index is split along ``dim``. The adjoints run
+:func:`mpiflow.algorithms.put`.
 
 Indices may be negative (from the end), as torch's; out-of-range ones raise the same
 ``IndexError`` on every rank, agreed by one all-reduce of a count before anything moves.
@@ -30,13 +31,11 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
 from typing import Any
 
 import numpy
 
 from ..algorithms import put, put_along, take, take_along
-from ..algorithms.ranges import offsets
 from ..layouts.sbp import SbpParallel, Split, partial_max, partial_min, partial_sum
 from ..tensors.tensor import Tensor, bind
 from . import pointwise as pw
@@ -54,19 +53,6 @@ def split_on_comm(ctx: Context, dim: int) -> tuple[SbpParallel, ...]:
     :meth:`Context.extents` needs to count an operand's rows along ``dim``."""
     assert ctx.placement is not None
     return tuple(Split(dim) if a in ctx.comm_axes else B for a in range(ctx.placement.ndim))
-
-
-def part_of(ctx: Context, array: Any, counts: Sequence[int], dim: int) -> Any:
-    """``array`` cut along ``dim`` to this rank's part of ``counts`` rows where it holds all of
-    them (an operand every rank holds whole), else as it is (already this rank's part)."""
-    assert ctx.comm is not None
-    me = ctx.comm.rank
-    if array.shape[dim] == counts[me]:
-        return array
-    lo = offsets(counts)[me]
-    index = [slice(None)] * array.ndim
-    index[dim] = slice(lo, lo + counts[me])
-    return array[tuple(index)]
 
 
 def _wrapped(xp: Any, index: Any, n: int) -> Any:
@@ -103,7 +89,9 @@ def _along_layouts(a: Shape, i: Shape, *, dim: int, **_: Any) -> list[Signature]
 
 
 def _along_collective(a: Shape, i: Shape, *, dim: int, **_: Any) -> list[Signature]:
-    return [((Split(dim), Split(dim)), Split(dim)), ((Split(dim), B), Split(dim))]
+    # (a whole index is cut to a split one by the engine for free: no mix of whole and split
+    # index layouts over the mesh axes of one communicator)
+    return [((Split(dim), Split(dim)), Split(dim))]
 
 
 def _take_along_kernel(ctx: Context, a: Any, index: Any, *, dim: int, n: int) -> Any:
@@ -111,8 +99,6 @@ def _take_along_kernel(ctx: Context, a: Any, index: Any, *, dim: int, n: int) ->
     index = _wrapped(xp, index, n)
     if ctx.comm is None:
         return xp.take_along_axis(a, index, axis=dim)
-    assert ctx.out_sbp is not None
-    index = part_of(ctx, index, ctx.extents(ctx.global_shape, ctx.out_sbp, dim), dim)
     shape = (*ctx.global_shape[:dim], n, *ctx.global_shape[dim + 1:])
     counts = ctx.extents(shape, split_on_comm(ctx, dim), dim)
     return take_along(a, ctx.comm, dim, counts, index)
@@ -134,9 +120,6 @@ def _scatter_along_kernel(ctx: Context, g: Any, index: Any, *, dim: int, size: S
     others = ctx.out_shape[:dim] + ctx.out_shape[dim + 1:]
     if ctx.comm is None:
         return put_along(g, None, dim, index, [n], others)
-    if index.shape[dim] != g.shape[dim]:  # a whole index: cut to the rows of g held here
-        g_shape = (*size[:dim], index.shape[dim], *size[dim + 1:])
-        index = part_of(ctx, index, ctx.extents(g_shape, split_on_comm(ctx, dim), dim), dim)
     assert ctx.out_sbp is not None
     return put_along(g, ctx.comm, dim, index, ctx.extents(size, ctx.out_sbp, dim), others)
 
@@ -147,7 +130,7 @@ def _scatter_along_layouts(g: Shape, i: Shape, *, dim: int, size: Shape) -> list
 
 
 def _scatter_along_collective(g: Shape, i: Shape, *, dim: int, size: Shape) -> list[Signature]:
-    return [((Split(dim), Split(dim)), Split(dim)), ((Split(dim), B), Split(dim))]
+    return [((Split(dim), Split(dim)), Split(dim))]
 
 
 def _scatter_along_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int, size: Shape
@@ -220,10 +203,7 @@ def _take_layouts(a: Shape, i: Shape, *, dim: int, n: int) -> list[Signature]:
 
 
 def _take_collective(a: Shape, i: Shape, *, dim: int, n: int) -> list[Signature]:
-    if not i:
-        return []
-    return [((Split(dim), B), Split(dim)),
-            *[((Split(dim), Split(j)), Split(dim + j)) for j in range(len(i))]]
+    return [((Split(dim), Split(j)), Split(dim + j)) for j in range(len(i))]
 
 
 def _take_kernel(ctx: Context, a: Any, index: Any, *, dim: int, n: int) -> Any:
@@ -231,8 +211,6 @@ def _take_kernel(ctx: Context, a: Any, index: Any, *, dim: int, n: int) -> Any:
     index = _wrapped(xp, index, n)
     if ctx.comm is None:
         return xp.take(a, index, axis=dim)
-    assert ctx.out_sbp is not None
-    index = part_of(ctx, index, ctx.extents(ctx.global_shape, ctx.out_sbp, dim), 0)
     shape = (*ctx.global_shape[:dim], n, *ctx.global_shape[dim + index.ndim:])
     return take(a, ctx.comm, dim, ctx.extents(shape, split_on_comm(ctx, dim), dim), index)
 
@@ -254,10 +232,7 @@ def _take_grad_layouts(g: Shape, i: Shape, *, dim: int, size: Shape) -> list[Sig
 
 
 def _take_grad_collective(g: Shape, i: Shape, *, dim: int, size: Shape) -> list[Signature]:
-    if not i:
-        return []
-    return [((Split(dim), B), Split(dim)),
-            *[((Split(dim + j), Split(j)), Split(dim)) for j in range(len(i))]]
+    return [((Split(dim + j), Split(j)), Split(dim)) for j in range(len(i))]
 
 
 def _take_grad_kernel(ctx: Context, g: Any, index: Any, *, dim: int, size: Shape) -> Any:
@@ -268,8 +243,6 @@ def _take_grad_kernel(ctx: Context, g: Any, index: Any, *, dim: int, size: Shape
         out = xp.zeros(ctx.out_shape, dtype=ctx.out_dtype)
         xp.add.at(out, (slice(None),) * dim + (index,), g)
         return out
-    if index.shape[0] != g.shape[dim]:  # a whole index: cut to the rows of g held here
-        index = part_of(ctx, index, ctx.extents(index.shape, split_on_comm(ctx, 0), 0), 0)
     values = g.reshape(*g.shape[:dim], math.prod(g.shape[dim:dim + k]), *g.shape[dim + k:])
     assert ctx.out_sbp is not None
     return put(values, ctx.comm, dim, index.reshape(-1), ctx.extents(size, ctx.out_sbp, dim))

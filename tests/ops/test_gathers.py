@@ -69,3 +69,22 @@ def test_fancy_rows_of_a_split_tensor_move_only_the_rows_asked_for() -> None:
     want = numpy.zeros_like(a)
     numpy.add.at(want, index, 1.0)
     assert_array_equal(x.grad.numpy(), want)
+
+
+@pytest.mark.mpi(min_size=4)
+def test_two_dimensional_mesh() -> None:
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    a = full((7, 5))
+    order = numpy.argsort(a, 0)
+    index = numpy.array([6, 0, 3, 3, -1])
+    for sbp in ((S0, S1), (S0, S0), (S1, S0), (P, S0)):
+        x = flow.tensor(a, placement=mesh, sbp=tuple(B if s == P else s for s in sbp))
+        x = x.to_global(sbp=sbp)
+        got = flow.take_along_dim(x, flow.tensor(order, placement=mesh, sbp=(S0, S1)), 0)
+        assert_array_equal(got.numpy(), numpy.take_along_axis(a, order, 0))
+        assert_array_equal(x[flow.tensor(index, placement=mesh, sbp=(S0, B))].numpy(), a[index])
+        assert_array_equal(x[:, [4, 0, 4]].numpy(), a[:, [4, 0, 4]])
+        y, want = flow.tensor(a, placement=mesh, sbp=(S0, S1)), a.copy()
+        y[[1, -1]] = 7.0
+        want[[1, -1]] = 7.0
+        assert_array_equal(y.numpy(), want)

@@ -143,7 +143,8 @@ def test_masks_and_integer_indices_of_a_split_dim_gather_nothing() -> None:
     index = flow.tensor([0, N - 1, -2, 1], placement=ALL, sbp=B)  # a global index tensor
     with count_collectives() as calls:
         g = x[index]                       # rows fetched from their owners, split like x
-    assert g.sbp == (S0,) and _gathers(calls) == 0, calls
+    assert _gathers(calls) == 0, calls
+    assert g.sbp == (S0,) or SIZE == 1  # (at one rank every layout is free: any may win)
     assert_array_equal(g.numpy(), a[[0, N - 1, -2, 1]])
     split_index = flow.tensor(numpy.arange(N)[::-1].copy(), placement=ALL, sbp=S0)
     assert_array_equal(x[split_index].numpy(), a[::-1])

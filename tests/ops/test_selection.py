@@ -70,3 +70,18 @@ def test_empty_shards_and_errors() -> None:
     with pytest.raises(RuntimeError, match="broadcast"):
         flow.masked_select(make(full((3,)), S0),
                            flow.tensor(numpy.ones(4, bool), placement=ALL, sbp=S0))
+
+
+@pytest.mark.mpi(min_size=4)
+def test_two_dimensional_mesh() -> None:
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    a = full((7, 5))
+    for sbp in ((S0, S1), (S0, S0), (S1, S0), (S1, B)):
+        x = flow.tensor(a, placement=mesh, sbp=sbp)
+        assert_array_equal(flow.masked_select(x, x > 0).numpy(), a[a > 0])
+        assert_array_equal(x[x > 0].numpy(), a[a > 0])
+        assert_array_equal(flow.nonzero(x > 0).numpy(), numpy.argwhere(a > 0))
+        y, want = flow.tensor(a, placement=mesh, sbp=sbp), a.copy()
+        y[y > 0] = 0.5
+        want[want > 0] = 0.5
+        assert_array_equal(y.numpy(), want)

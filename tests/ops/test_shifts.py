@@ -104,3 +104,20 @@ def test_bad_input_is_refused_on_every_rank() -> None:
         flow.diff(x, prepend=make(full((N,)), S0))
     with pytest.raises(RuntimeError, match="shifts and dimensions must align"):
         flow.roll(x, (1, 2), 0)
+
+
+@pytest.mark.mpi(min_size=4)
+def test_two_dimensional_mesh() -> None:
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    a = full((7, 5))
+    t = torch.tensor(a)
+    for sbp in ((S0, S1), (S0, S0), (S1, B), (S0, P)):
+        x = flow.tensor(a, placement=mesh, sbp=tuple(B if s == P else s for s in sbp))
+        x = x.to_global(sbp=sbp)
+        for got, want in ((flow.roll(x, 2, 0), torch.roll(t, 2, 0)),
+                          (flow.roll(x, -3, 1), torch.roll(t, -3, 1)),
+                          (flow.diff(x, 2, 0), torch.diff(t, 2, 0)),
+                          (F.pad(x, (1, 2, 3, 1)), TF.pad(t, (1, 2, 3, 1))),
+                          (F.pad(x, (3, 2), mode="circular"), TF.pad(t, (3, 2), mode="circular")),
+                          (x.reshape(5, 7), t.reshape(5, 7)), (x.reshape(-1), t.reshape(-1))):
+            assert_array_equal(got.numpy(), want.numpy(), err_msg=str(sbp))
