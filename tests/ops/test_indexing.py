@@ -274,3 +274,26 @@ def test_two_dimensional_mesh(sbp: tuple[Any, ...]) -> None:
         want[index] = value
     assert x.sbp == sbp
     assert_array_equal(x.numpy(), want)
+
+
+@pytest.mark.mpi
+def test_gradients_through_masked_and_indexed_assignments_of_split_tensors() -> None:
+    import torch
+
+    a = full((N, 3))
+    for sbp in (S0, S1):
+        x = make(a, sbp).requires_grad_()
+        v = make(numpy.array([1.0, 2.0, 3.0]), B).requires_grad_()
+        y = x * 2
+        y[y[:, 0] > 0] = v
+        y[[0, -1]] = v * 3
+        (y * make(a, sbp)).sum().backward()
+        t = torch.tensor(a, requires_grad=True)
+        tv = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+        ty = t * 2
+        ty[ty[:, 0] > 0] = tv
+        ty[[0, -1]] = tv * 3
+        (ty * torch.tensor(a)).sum().backward()
+        assert_array_equal(y.numpy(), ty.detach().numpy())
+        assert_array_equal(x.grad.numpy(), t.grad.numpy())
+        assert_array_equal(v.grad.numpy(), tv.grad.numpy())
