@@ -553,3 +553,7 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 
 #: op name -> why it has no samples (none so far: every op is swept).
 UNSAMPLED: dict[str, str] = {}
+
+from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
+
+SAMPLES.update(_INDEXING)
