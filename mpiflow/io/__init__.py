@@ -18,7 +18,9 @@ Examples:
 """
 
 from .checkpoint import SbpChoice, load, save
-from .errors import CheckpointError
+from .errors import CheckpointError, ParallelIOError
 from .format import FORMAT, VERSION
+from .hdf5 import load_hdf5, save_hdf5
 
-__all__ = ["FORMAT", "VERSION", "CheckpointError", "SbpChoice", "load", "save"]
+__all__ = ["FORMAT", "VERSION", "CheckpointError", "ParallelIOError", "SbpChoice", "load",
+           "load_hdf5", "save", "save_hdf5"]
