@@ -18,9 +18,14 @@ Examples:
 """
 
 from .checkpoint import SbpChoice, load, save
+from .csv_files import load_csv, save_csv
 from .errors import CheckpointError, ParallelIOError
 from .format import FORMAT, VERSION
 from .hdf5 import load_hdf5, save_hdf5
+from .netcdf import load_netcdf, save_netcdf
+from .npy_files import load_npy, save_npy
+from .zarr_files import load_zarr, save_zarr
 
 __all__ = ["FORMAT", "VERSION", "CheckpointError", "ParallelIOError", "SbpChoice", "load",
-           "load_hdf5", "save", "save_hdf5"]
+           "load_csv", "load_hdf5", "load_netcdf", "load_npy", "load_zarr", "save", "save_csv",
+           "save_hdf5", "save_netcdf", "save_npy", "save_zarr"]

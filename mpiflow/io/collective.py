@@ -51,8 +51,8 @@ from ..tensors.tensor import Tensor
 from .errors import ParallelIOError, agreed, blocking
 from .files import remove_path, remove_stale, replace_directory, replace_file, temporary_name
 
-__all__ = ["KIND", "check_stamp", "file_stamp", "native_dtype", "read_box", "region_starts", "require",
-           "same_arguments", "saving", "step", "target_layout", "to_tensor", "world",
+__all__ = ["KIND", "check_stamp", "file_stamp", "native_dtype", "read_box", "region_starts",
+           "require", "same_arguments", "saving", "step", "target_layout", "to_tensor", "world",
            "written_piece"]
 
 KIND = ParallelIOError

@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -112,10 +113,8 @@ def remove_path(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
 
 
 def temporary_name(path: str) -> str:

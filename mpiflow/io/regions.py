@@ -99,7 +99,7 @@ def aligned_chunks(shape: Sequence[int], itemsize: int, starts: Sequence[Sequenc
             continue
         g = math.gcd(*bounds)
         edges = [0, *bounds, n]
-        smallest = min(b - a for a, b in zip(edges, edges[1:]))
+        smallest = min(b - a for a, b in itertools.pairwise(edges))
         if g * _UNALIGNED >= smallest:
             chunks.append(g)
             aligned.append(True)
