@@ -119,13 +119,14 @@ def same_arguments(comm: Any, what: str, **arguments: Any) -> None:
     if int(pair[0]) == mine and int(pair[1]) == -mine:
         return
     with blocking(f"io: gathering the arguments of {what}", comm):
-        everyone = comm.allgather({k: repr(v) for k, v in arguments.items()})
-    for rank, theirs in enumerate(everyone):
+        everyone = comm.allgather((what, {k: repr(v) for k, v in arguments.items()}))
+    what, first = everyone[0]  # rank 0's words: the same message on every rank
+    for rank, (_, theirs) in enumerate(everyone):
         for name, value in theirs.items():
-            if value != everyone[0][name]:
+            if value != first.get(name):
                 raise KIND(f"{what}: the ranks passed different arguments (a collective file "
                            f"operation takes the same ones on every rank): {name} is "
-                           f"{everyone[0][name]} on rank 0 but {value} on rank {rank}", rank,
+                           f"{first.get(name)} on rank 0 but {value} on rank {rank}", rank,
                            (rank,))
     raise KIND(f"{what}: the ranks passed different arguments")  # a hash collision's twin
 
@@ -203,7 +204,7 @@ def to_tensor(data: numpy.ndarray | None, shape: tuple[int, ...], layout: Layout
     else:
         box = shard_bounds(shape, layout.placement.mesh_shape, plain.sbp, coords)
         local = (numpy.empty(tuple(b - a for a, b in box), dtype=dtype) if data is None
-                 else numpy.ascontiguousarray(data, dtype=dtype))
+                 else numpy.asarray(data, dtype=dtype, order="C"))
     if layout.is_partial:
         local = redistribute(local, shape, plain, layout)
     xp = check_device(layout.placement, None)

@@ -164,13 +164,13 @@ def fill_dataset(comm: Any, h5py: Any, path: str, name: str, shape: tuple[int, .
             info = _storage(h5py, path, name)
     with blocking(f"io: broadcasting the storage of {name!r} in {path}", comm):
         offset, chunks, filters = comm.bcast(info, root=0)
-    if chunks is None:
-        if offset is not None:  # an empty dataset has no storage and nothing to write
-            write_region(comm, path, offset, dtype, shape, box, data, kind=KIND)
+    if chunks is None and offset is not None:
+        write_region(comm, path, offset, dtype, shape, box, data, kind=KIND)
         return
+    # Chunked; or contiguous without an offset (a 0-d or empty dataset): through HDF5.
     with step(comm, f"preparing the data of {name!r} for {path}"):
         local = prepare_buffer(data, dtype, box)
-    _write_in_turns(comm, h5py, path, name, shape, chunks, filters > 0, box, local)
+    _write_in_turns(comm, h5py, path, name, shape, chunks or (), filters > 0, box, local)
 
 
 def write_mpio(comm: Any, h5py: Any, path: str, mode: str, link: str,
