@@ -3,13 +3,26 @@ the temporary file published by one rename, the regions ranks read and write."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
 import numpy
 import pytest
-from file_helpers import ALL, RANK, SIZE, B, P, S0, S1, leftovers, on_all, on_rank0, \
-    shared_dir, value
+from file_helpers import (
+    ALL,
+    RANK,
+    S0,
+    S1,
+    SIZE,
+    B,
+    P,
+    leftovers,
+    on_all,
+    on_rank0,
+    shared_dir,
+    value,
+)
 
 import mpiflow as flow
 from mpiflow.core.errors import GlobalTensorError
@@ -20,6 +33,7 @@ from mpiflow.io.collective import (
     region_starts,
     same_arguments,
     saving,
+    step,
     target_layout,
     world,
     written_piece,
@@ -48,15 +62,13 @@ def test_saving_publishes_when_every_rank_succeeded(shared_dir: Path) -> None:
         if RANK == 0:
             Path(tmp).write_text("new")
     assert on_rank0(lambda: Path(target).read_text()) == "new"
-    with pytest.raises(ParallelIOError, match=f"failed on rank {SIZE - 1}: OSError: no"):
-        with saving(world(), target, "writing") as tmp:
-            if RANK == 0:
-                Path(tmp).write_text("half")
-            from mpiflow.io.collective import step
-
-            with step(world(), "the body"):
-                if RANK == SIZE - 1:
-                    raise OSError("no")
+    with pytest.raises(ParallelIOError, match=f"failed on rank {SIZE - 1}: OSError: no"), \
+            saving(world(), target, "writing") as tmp:
+        if RANK == 0:
+            Path(tmp).write_text("half")
+        with step(world(), "the body"):
+            if RANK == SIZE - 1:
+                raise OSError("no")
     assert on_rank0(lambda: Path(target).read_text()) == "new"  # untouched
     assert leftovers(shared_dir / "sub") == []
 
@@ -89,7 +101,7 @@ def test_regions_read_and_written() -> None:
     boxes = on_all(read_box(full.shape, target_layout(ALL, S0, 2)))
     rows = [b[0] for b in boxes if b is not None]
     assert rows[0][0] == 0 and rows[-1][1] == full.shape[0]
-    assert all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(rows))
     assert on_all(read_box(full.shape, target_layout(ALL, P, 2))) == [((0, full.shape[0]),
                                                                        (0, 2))] * SIZE
     t = flow.tensor(full, placement=ALL, sbp=B)

@@ -12,9 +12,9 @@ from file_helpers import (
     ALL,
     RANK,
     ROWS,
-    SIZE,
     S0,
     S1,
+    SIZE,
     global_tensor,
     layouts,
     leftovers,
@@ -89,21 +89,21 @@ def test_formats_and_small_files(shared_dir: Path) -> None:
 
 
 def test_errors(shared_dir: Path) -> None:
-    with pytest.raises(ParallelIOError, match="failed on rank 0"):
+    with pytest.raises(ParallelIOError, match=r"failed on rank 0"):
         load_csv(shared_dir / "missing.csv")
     ragged = shared_dir / "ragged.csv"
     lines = [f"{i},{i}" for i in range(4 * SIZE)] + ["1,2,3"] * 2
     on_rank0(lambda: ragged.write_text("\n".join(lines) + "\n") and None)
-    with pytest.raises(ParallelIOError, match="columns"):
+    with pytest.raises(ParallelIOError, match=r"columns"):
         load_csv(ragged)
     bad = shared_dir / "bad.csv"
     on_rank0(lambda: bad.write_text("1,2\n3,x\n") and None)
-    with pytest.raises(ParallelIOError, match="could not convert|x"):
+    with pytest.raises(ParallelIOError, match=r"could not convert|x"):
         load_csv(bad)
-    with pytest.raises(ParallelIOError, match="fewer than its 5 header lines"):
+    with pytest.raises(ParallelIOError, match=r"fewer than its 5 header lines"):
         load_csv(bad, header_lines=5)
-    with pytest.raises(ValueError, match="1-D or 2-D"):
+    with pytest.raises(ValueError, match=r"1-D or 2-D"):
         save_csv(flow.zeros(2, 2, 2, placement=ALL, sbp=S0), shared_dir / "x.csv")
     if SIZE > 1:
-        with pytest.raises(ParallelIOError, match="different arguments"):
+        with pytest.raises(ParallelIOError, match=r"different arguments"):
             load_csv(bad, sep="," if RANK else ";")

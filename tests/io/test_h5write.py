@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy
 import pytest
-from file_helpers import ALL, ROWS, S0, SIZE, global_tensor, layouts, on_rank0, shared_dir, \
-    value
+from file_helpers import ALL, ROWS, S0, SIZE, global_tensor, layouts, on_rank0, shared_dir, value
 
 from mpiflow.io import load_hdf5, save_hdf5
 from mpiflow.io.collective import world, written_piece

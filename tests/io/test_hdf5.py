@@ -13,10 +13,10 @@ from file_helpers import (
     ALL,
     RANK,
     ROWS,
-    SIZE,
-    B,
     S0,
     S1,
+    SIZE,
+    B,
     global_tensor,
     layouts,
     leftovers,
@@ -124,11 +124,11 @@ def test_append_datasets_and_modes(shared_dir: Path) -> None:
     assert names == ["deeper", "one"]
     numpy.testing.assert_array_equal(load_hdf5(path, "one").numpy(), one)
     numpy.testing.assert_array_equal(load_hdf5(path, "deeper/two").numpy(), two)
-    with pytest.raises(ParallelIOError, match="already holds 'one'"):
+    with pytest.raises(ParallelIOError, match=r"already holds 'one'"):
         save_hdf5(global_tensor(one, ALL, (S0,)), path, "one", mode="a")
     save_hdf5(global_tensor(two, ALL, (S0,)), path, "only")  # mode="w": a new file
     assert on_rank0(lambda: sorted(h5py.File(path, "r").keys())) == ["only"]
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(ValueError, match=r"mode must be one of"):
         save_hdf5(global_tensor(one, ALL, (S0,)), path, "x", mode="r+")
 
 
@@ -146,7 +146,7 @@ def test_scalars_empty_and_local_tensors(shared_dir: Path) -> None:
 # -- errors, the same on every rank ----------------------------------------------------------
 def test_missing_file_dataset_group_and_types(shared_dir: Path) -> None:
     path = shared_dir / "e.h5"
-    with pytest.raises(ParallelIOError, match="failed on rank 0.*e.h5"):
+    with pytest.raises(ParallelIOError, match=r"failed on rank 0.*e.h5"):
         load_hdf5(path, "x")
 
     def write() -> None:
@@ -156,11 +156,11 @@ def test_missing_file_dataset_group_and_types(shared_dir: Path) -> None:
     on_rank0(write)
     with pytest.raises(ParallelIOError, match=r"no dataset 'nope' \(/ holds g, text\)"):
         load_hdf5(path, "nope")
-    with pytest.raises(ParallelIOError, match="'g' in .* is a group"):
+    with pytest.raises(ParallelIOError, match=r"'g' in .* is a group"):
         load_hdf5(path, "g")
-    with pytest.raises(ParallelIOError, match="elements of type .S2"):
+    with pytest.raises(ParallelIOError, match=r"elements of type .S2"):
         load_hdf5(path, "text")
-    with pytest.raises(GlobalTensorError, match="splits dim 1"):  # known to every rank
+    with pytest.raises(GlobalTensorError, match=r"splits dim 1"):  # known to every rank
         load_hdf5(path, "g/x", ALL, S1)
 
 
@@ -172,7 +172,7 @@ def test_truncated_file(shared_dir: Path) -> None:
         with open(path, "r+b") as f:
             f.truncate(os.path.getsize(path) // 2)
     on_rank0(truncate)
-    with pytest.raises(ParallelIOError, match="failed on rank 0"):
+    with pytest.raises(ParallelIOError, match=r"failed on rank 0"):
         load_hdf5(path, "x")
 
 
@@ -189,7 +189,7 @@ def test_a_file_that_changed_between_the_opens(shared_dir: Path,
         stamp, shape, found = describe(*args)
         return (*stamp[:3], stamp[3] - 1), shape, found  # as if it was written since
     monkeypatch.setattr(hdf5, "_describe", older)
-    with pytest.raises(ParallelIOError, match="changed between the ranks' opens"):
+    with pytest.raises(ParallelIOError, match=r"changed between the ranks' opens"):
         load_hdf5(path, "x")
 
 
@@ -197,9 +197,9 @@ def test_unwritable_path_leaves_nothing(shared_dir: Path) -> None:
     blocker = shared_dir / "file"
     on_rank0(lambda: blocker.write_text("not a directory") and None)
     t = global_tensor(value((ROWS, 2)), ALL, (S0,))
-    with pytest.raises(ParallelIOError, match="failed on rank 0"):
+    with pytest.raises(ParallelIOError, match=r"failed on rank 0"):
         save_hdf5(t, blocker / "sub" / "x.h5", "x")
-    with pytest.raises(ParallelIOError, match="is a directory"):
+    with pytest.raises(ParallelIOError, match=r"is a directory"):
         save_hdf5(t, shared_dir, "x")
     assert leftovers(shared_dir) == []
 
@@ -221,7 +221,7 @@ def test_a_failed_save_leaves_the_old_file(shared_dir: Path,
     monkeypatch.setattr(mpiio, "prepare_buffer", failing)
     with pytest.raises(ParallelIOError, match=f"failed on rank {SIZE - 1}.*disk full"):
         save_hdf5(global_tensor(new, ALL, (S0,)), path, "x")
-    with pytest.raises(ParallelIOError, match="disk full"):
+    with pytest.raises(ParallelIOError, match=r"disk full"):
         save_hdf5(global_tensor(new, ALL, (S0,)), path, "y", mode="a")
     numpy.testing.assert_array_equal(load_hdf5(path, "x").numpy(), old)
     assert on_rank0(lambda: sorted(h5py.File(path, "r").keys())) == ["x"]  # no "y", no link
@@ -231,11 +231,11 @@ def test_a_failed_save_leaves_the_old_file(shared_dir: Path,
 @pytest.mark.mpi(min_size=2)
 def test_ranks_that_pass_different_paths_all_raise(shared_dir: Path) -> None:
     t = global_tensor(value((ROWS, 2)), ALL, (S0,))
-    with pytest.raises(ParallelIOError, match="ranks passed different arguments .*: path is "
-                       "'.*x0.h5' on rank 0 but '.*x1.h5' on rank 1") as info:
+    with pytest.raises(ParallelIOError, match=r"ranks passed different arguments .*: path is "
+                       r"'.*x0.h5' on rank 0 but '.*x1.h5' on rank 1") as info:
         save_hdf5(t, shared_dir / f"x{RANK}.h5", "x")
     assert len(set(on_all(str(info.value)))) == 1  # the same message on every rank
     save_hdf5(t, shared_dir / "x.h5", "x")
-    with pytest.raises(ParallelIOError, match="dataset is 'x' on rank 0 but 'y' on rank 1"):
+    with pytest.raises(ParallelIOError, match=r"dataset is 'x' on rank 0 but 'y' on rank 1"):
         load_hdf5(shared_dir / "x.h5", "x" if RANK == 0 else "y")
     assert leftovers(shared_dir) == []

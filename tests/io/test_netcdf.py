@@ -93,10 +93,10 @@ def test_append_variables_and_coordinates(shared_dir: Path) -> None:
     assert names == ["time", "u"] and units == "s" and dims == ("time", "x")
     numpy.testing.assert_array_equal(inner, 2 * field)
     numpy.testing.assert_array_equal(load_netcdf(path, "time").numpy(), time)
-    with pytest.raises(ParallelIOError, match="dimension 'time' of size .* does not match"):
+    with pytest.raises(ParallelIOError, match=r"dimension 'time' of size .* does not match"):
         save_netcdf(global_tensor(value((2, 3)), ALL, (S0,)), path, "w", mode="a",
                     dimensions=("time", "x"))
-    with pytest.raises(ParallelIOError, match="already holds a variable 'u'"):
+    with pytest.raises(ParallelIOError, match=r"already holds a variable 'u'"):
         save_netcdf(global_tensor(field, ALL, (S0,)), path, "u", mode="a",
                     dimensions=("time", "x"))
     names_after = on_rank0(lambda: sorted(netCDF4.Dataset(path).variables))
@@ -105,7 +105,7 @@ def test_append_variables_and_coordinates(shared_dir: Path) -> None:
 
 
 def test_errors(shared_dir: Path) -> None:
-    with pytest.raises(ParallelIOError, match="failed on rank 0"):
+    with pytest.raises(ParallelIOError, match=r"failed on rank 0"):
         load_netcdf(shared_dir / "missing.nc", "x")
     path = shared_dir / "classic.nc"
 
@@ -114,11 +114,11 @@ def test_errors(shared_dir: Path) -> None:
             ds.createDimension("x", 2)
             ds.createVariable("v", "f4", ("x",))[:] = [1, 2]
     on_rank0(classic)
-    with pytest.raises(ParallelIOError, match="not a netCDF-4 .HDF5. file"):
+    with pytest.raises(ParallelIOError, match=r"not a netCDF-4 .HDF5. file"):
         load_netcdf(path, "v")
     save_netcdf(global_tensor(value((ROWS,)), ALL, (S0,)), shared_dir / "ok.nc", "v")
-    with pytest.raises(ParallelIOError, match="has no variable 'w'"):
+    with pytest.raises(ParallelIOError, match=r"has no variable 'w'"):
         load_netcdf(shared_dir / "ok.nc", "w")
-    with pytest.raises(ValueError, match="1 dimension names for a tensor of 2 dims"):
+    with pytest.raises(ValueError, match=r"1 dimension names for a tensor of 2 dims"):
         save_netcdf(global_tensor(value((ROWS, 2)), ALL, (S0,)), shared_dir / "x.nc", "v",
                     dimensions=("a",))

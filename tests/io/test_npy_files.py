@@ -7,8 +7,18 @@ from pathlib import Path
 
 import numpy
 import pytest
-from file_helpers import ALL, ROWS, S0, S1, global_tensor, layouts, leftovers, on_rank0, \
-    shared_dir, value
+from file_helpers import (
+    ALL,
+    ROWS,
+    S0,
+    S1,
+    global_tensor,
+    layouts,
+    leftovers,
+    on_rank0,
+    shared_dir,
+    value,
+)
 
 import mpiflow as flow
 from mpiflow.io import ParallelIOError, load_npy, save_npy
@@ -49,10 +59,10 @@ def test_files_of_numpy_in_every_order(shared_dir: Path) -> None:
 
 
 def test_errors(shared_dir: Path) -> None:
-    with pytest.raises(ParallelIOError, match="failed on rank 0.*No such file"):
+    with pytest.raises(ParallelIOError, match=r"failed on rank 0.*No such file"):
         load_npy(shared_dir / "missing.npy")
     on_rank0(lambda: numpy.save(shared_dir / "o.npy", numpy.array([{}, 1], dtype=object)))
-    with pytest.raises(ParallelIOError, match="elements of type object"):
+    with pytest.raises(ParallelIOError, match=r"elements of type object"):
         load_npy(shared_dir / "o.npy")
     path = shared_dir / "t.npy"
 
@@ -61,5 +71,5 @@ def test_errors(shared_dir: Path) -> None:
         with open(path, "r+b") as f:
             f.truncate(200)
     on_rank0(truncated)
-    with pytest.raises(ParallelIOError, match="is truncated"):
+    with pytest.raises(ParallelIOError, match=r"is truncated"):
         load_npy(path)

@@ -11,10 +11,10 @@ from file_helpers import (
     ALL,
     RANK,
     ROWS,
-    SIZE,
-    B,
     S0,
     S1,
+    SIZE,
+    B,
     global_tensor,
     layouts,
     leftovers,
@@ -82,26 +82,30 @@ def test_groups_and_append(shared_dir: Path) -> None:
     names = on_rank0(lambda: sorted(zarr.open_group(store, mode="r").array_keys()))
     assert names == ["a"]
     numpy.testing.assert_array_equal(load_zarr(store, name="sub/b").numpy(), b)
-    with pytest.raises(ParallelIOError, match="already holds 'a'"):
+    with pytest.raises(ParallelIOError, match=r"already holds 'a'"):
         save_zarr(global_tensor(a, ALL, (S0,)), store, name="a", mode="a")
-    with pytest.raises(ValueError, match="pass its name="):
+    with pytest.raises(ValueError, match=r"pass its name="):
         save_zarr(global_tensor(a, ALL, (S0,)), store, mode="a")
     assert leftovers(shared_dir) == [] and leftovers(store) == []
 
 
 def test_errors(shared_dir: Path) -> None:
-    with pytest.raises(ParallelIOError, match="has no Zarr array"):
+    with pytest.raises(ParallelIOError, match=r"has no Zarr array"):
         load_zarr(shared_dir / "none.zarr")
     other = shared_dir / "mine"
-    on_rank0(lambda: (other.mkdir(), (other / "notes.txt").write_text("keep")) and None)
-    with pytest.raises(ParallelIOError, match="refusing to replace .* not a Zarr store"):
+
+    def make_other() -> None:
+        other.mkdir()
+        (other / "notes.txt").write_text("keep")
+    on_rank0(make_other)
+    with pytest.raises(ParallelIOError, match=r"refusing to replace .* not a Zarr store"):
         save_zarr(global_tensor(value((ROWS,)), ALL, (S0,)), other)
     assert on_rank0(lambda: (other / "notes.txt").read_text()) == "keep"
-    with pytest.raises(TypeError, match="not JSON serializable"):
+    with pytest.raises(TypeError, match=r"not JSON serializable"):
         save_zarr(global_tensor(value((ROWS,)), ALL, (S0,)), shared_dir / "j.zarr",
                   attrs={"bad": object()})
     if SIZE > 1:
-        with pytest.raises(ParallelIOError, match="different arguments"):
+        with pytest.raises(ParallelIOError, match=r"different arguments"):
             save_zarr(global_tensor(value((ROWS,)), ALL, (S0,)), shared_dir / "k.zarr",
                       attrs={"rank": RANK})
     assert leftovers(shared_dir) == []
