@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import shutil
 import tempfile
@@ -93,7 +94,7 @@ def _dataset(rows: int) -> Tensor:
 
 
 def _mpiio_write(path: str, t: Tensor) -> None:
-    comm = world_comm.mpi_comm
+    comm: Any = world_comm.mpi_comm
     lo = shard_bounds(tuple(t.shape), (comm.Get_size(),), (Split(0),), (comm.Get_rank(),))[0][0]
     fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
     fh.Write_at(lo * _COLUMNS * 8, t._data)  # one contiguous block per rank: independent
@@ -102,7 +103,7 @@ def _mpiio_write(path: str, t: Tensor) -> None:
 
 
 def _mpiio_read(path: str, t: Tensor) -> None:
-    comm = world_comm.mpi_comm
+    comm: Any = world_comm.mpi_comm
     lo = shard_bounds(tuple(t.shape), (comm.Get_size(),), (Split(0),), (comm.Get_rank(),))[0][0]
     out = numpy.empty_like(t._data)
     fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
@@ -113,8 +114,7 @@ def _mpiio_read(path: str, t: Tensor) -> None:
 def _h5py_write(path: str, whole: numpy.ndarray | None) -> None:
     if world_comm.rank != 0 or whole is None:
         return
-    import h5py
-
+    h5py = importlib.import_module("h5py")
     with h5py.File(path, "w") as f:
         f.create_dataset("x", data=whole)
     fd = os.open(path, os.O_RDONLY)
@@ -124,8 +124,7 @@ def _h5py_write(path: str, whole: numpy.ndarray | None) -> None:
 
 def _h5py_read(path: str) -> None:
     if world_comm.rank == 0:
-        import h5py
-
+        h5py = importlib.import_module("h5py")
         with h5py.File(path, "r") as f:
             f["x"][()]
 
@@ -155,7 +154,7 @@ def _sides(kind: str, path: str, t: Tensor, whole: numpy.ndarray | None
 @contextlib.contextmanager
 def _directory(directory: str | None) -> Iterator[str]:
     """``directory``, or a new temporary one (rank 0's choice, removed afterwards)."""
-    comm = world_comm.mpi_comm
+    comm: Any = world_comm.mpi_comm
     if directory is not None:
         yield directory
         return
@@ -238,7 +237,7 @@ def format(rows: list[dict[str, Any]], markdown: bool = False) -> str:
         ...                "write_GBps": 0.002, "read_GBps": 0.004}], markdown=True))
         | format | bytes | write s | read s | write GB/s | read GB/s | write/bound | read/bound |
         |---|---|---|---|---|---|---|---|
-        | x | 1.0 MiB | 0.500 | 0.250 | 0.00 | 0.00 | - | - |
+        | x | 1 MiB | 0.500 | 0.250 | 0.00 | 0.00 | - | - |
     """
     head = ["format", "bytes", "write s", "read s", "write GB/s", "read GB/s",
             "write/bound", "read/bound"]
@@ -291,7 +290,7 @@ def measure_chain_memory(size_bytes: int = 1 << 30, directory: str | None = None
         ``load``, ``normalize``, ``save``: how many bytes each step's peak rose above the
         resident memory it started from.
     """
-    comm = world_comm.mpi_comm
+    comm: Any = world_comm.mpi_comm
     rows = max(size_bytes // (8 * _COLUMNS), world_comm.size)
     with _directory(directory) as where:
         source, target = os.path.join(where, "in.h5"), os.path.join(where, "out.h5")

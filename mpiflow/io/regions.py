@@ -128,7 +128,7 @@ def interior(box: Box, chunks: Sequence[int], shape: Sequence[int]) -> Box | Non
         The chunk-aligned sub-box, or None when no chunk lies wholly inside ``box``.
 
     Examples:
-        >>> interior(((0, 5),), (4,), (5,)), interior(((1, 5),), (4,), (5,))
+        >>> interior(((0, 5),), (4,), (5,)), interior(((1, 3),), (4,), (5,))
         (((0, 5),), None)
     """
     inner = []

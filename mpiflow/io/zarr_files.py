@@ -129,7 +129,7 @@ def load_zarr(path: str | os.PathLike[str], placement: Placement | None = None,
     Examples:
         >>> import zarr
         >>> if flow.env.get_rank() == 0:
-        ...     zarr.create_array("plain.zarr", data=numpy.arange(8.0), chunks=(3,))
+        ...     _ = zarr.create_array("plain.zarr", data=numpy.arange(8.0), chunks=(3,))
         >>> flow.comm.barrier()
         >>> load_zarr("plain.zarr").sum().item()
         28.0
