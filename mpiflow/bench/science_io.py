@@ -91,9 +91,14 @@ def _dataset(rows: int) -> Tensor:
     placement = Placement("cpu", list(range(comm.size)))
     box = shard_bounds((rows, _COLUMNS), (comm.size,), (Split(0),), (comm.rank,))
     lo, hi = box[0]
-    local = (numpy.arange(lo * _COLUMNS, hi * _COLUMNS, dtype=numpy.float64)
-             .reshape(hi - lo, _COLUMNS) % 1000.0) * 0.001  # a little compressible
-    return Tensor(local, placement, (Split(0),), (rows, _COLUMNS))
+    return Tensor(_values(lo, hi), placement, (Split(0),), (rows, _COLUMNS))
+
+
+def _values(lo: int, hi: int) -> numpy.ndarray:
+    """Rows ``[lo, hi)`` of the dataset: uniform random doubles rounded to 1/1024 (about
+    half their bytes are zeros, as in measured data stored with more digits than it has)."""
+    rng = numpy.random.default_rng(lo)
+    return numpy.round(rng.random((hi - lo, _COLUMNS)) * 1024.0) / 1024.0
 
 
 def _mpiio_write(path: str, t: Tensor) -> None:
@@ -200,8 +205,7 @@ def run(settings: Any = None, *, size_bytes: int | None = None, directory: str |
             rows = max(nbytes // (8 * _COLUMNS), world_comm.size)
             whole = None
             if kind == "h5py" and world_comm.rank == 0:
-                whole = numpy.arange(rows * _COLUMNS, dtype=numpy.float64).reshape(
-                    rows, _COLUMNS) % 1000.0 * 0.001
+                whole = _values(0, rows)
             path = os.path.join(where, f"data.{kind}")
             cases.append((kind, rows, path, *_sides(kind, path, _dataset(rows), whole)))
         best = {kind: [float("inf"), float("inf")] for kind in formats}
