@@ -23,8 +23,10 @@ S0, S1, B, P = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast, flow.sb
 ROWS = 3 * SIZE + 1  # uneven everywhere; empty shards at 4 ranks along short dims
 
 
-def layouts() -> list[tuple[flow.placement, tuple[Any, ...]]]:
-    """The (placement, sbp) pairs of the round trips at this job's size."""
+def layouts(short: bool = False) -> list[tuple[flow.placement, tuple[Any, ...]]]:
+    """The (placement, sbp) pairs of the round trips at this job's size (``short``: four of
+    them, a column split, a partial sum, a 2-D mesh and fewer ranks, for the formats that
+    share the layout code of a format tested with all)."""
     out: list[tuple[flow.placement, tuple[Any, ...]]] = [(ALL, (s,)) for s in (S0, S1, B, P)]
     if SIZE == 4:
         mesh = flow.placement("cpu", [[0, 1], [2, 3]])
@@ -36,6 +38,10 @@ def layouts() -> list[tuple[flow.placement, tuple[Any, ...]]]:
         out.append((flow.placement("cpu", [SIZE - 1]), (S0,)))  # one rank saves or loads
     if SIZE > 2:
         out.append((flow.placement("cpu", list(range(1, SIZE))), (S1,)))
+    if short:
+        meshes = [pair for pair in out if pair[0].ndim == 2][:1]
+        fewer = [pair for pair in out if len(pair[0].rank_list) < SIZE][:1]
+        return [out[1], out[3], *meshes, *fewer]
     return out
 
 

@@ -25,36 +25,44 @@ def run_example(ranks: int, *args: str) -> str:
     return job.stdout
 
 
+def printed_statistics(out: str) -> numpy.ndarray:
+    """The ``(4, columns)`` statistics the example printed, one line per column."""
+    return numpy.array([[float(v) for v in m.groups()[1:]] for m in LINE.finditer(out)]).T
+
+
+def numpy_statistics(data: numpy.ndarray) -> numpy.ndarray:
+    d = data.astype(numpy.float64)
+    return numpy.stack([d.mean(0), d.std(0, ddof=1), d.min(0), d.max(0)])
+
+
 @pytest.mark.timeout(300)
 def test_statistics_match_numpy_at_1_to_3_ranks(tmp_path: pathlib.Path) -> None:
+    """1 and 3 ranks: the synthetic dataset (the same summary); 2 ranks: a file of plain h5py,
+    chunked and compressed, float32, in a group."""
+    mine = numpy.random.default_rng(0).normal(size=(57, 3)).astype(numpy.float32)
+    with h5py.File(tmp_path / "mine.h5", "w") as f:
+        f.create_dataset("obs/t", data=mine, chunks=(8, 3), compression="gzip")
     summaries = set()
     for ranks in (1, 2, 3):
         output = tmp_path / f"stats{ranks}.h5"
-        out = run_example(ranks, "--rows", "403", "--columns", "4", "--output", str(output))
-        with h5py.File(tmp_path / f"stats{ranks}-input.h5", "r") as f:
-            data = f["data"][()]
-        expected = numpy.stack([data.mean(0), data.std(0, ddof=1), data.min(0), data.max(0)])
-        printed = numpy.array([[float(v) for v in m.groups()[1:]] for m in LINE.finditer(out)])
-        assert printed.shape == (4, 4), out
-        numpy.testing.assert_allclose(printed.T, expected, rtol=1e-12, atol=1e-12)
+        if ranks == 2:
+            out = run_example(2, "--input", str(tmp_path / "mine.h5"), "--dataset", "obs/t",
+                              "--output", str(output))
+            data, name, rows = mine, "obs/t", 57
+        else:
+            out = run_example(ranks, "--rows", "403", "--columns", "4", "--output", str(output))
+            with h5py.File(tmp_path / f"stats{ranks}-input.h5", "r") as f:
+                data = f["data"][()]
+            name, rows = "data", 403
+            summaries.add(out.strip().splitlines()[-1])
+        expected = numpy_statistics(data)
+        numpy.testing.assert_allclose(printed_statistics(out), expected, rtol=1e-12,
+                                      atol=1e-12)
         with h5py.File(output, "r") as f:
             numpy.testing.assert_allclose(f["statistics"][()], expected, rtol=1e-12,
                                           atol=1e-12)
-            assert f["statistics"].attrs["rows"] == "mean,std,min,max"
-            assert f["statistics"].attrs["count"] == 403
-        summaries.add(out.strip().splitlines()[-1])
-    assert len(summaries) == 1, summaries  # the same data and summary at every rank count
+            attrs = dict(f["statistics"].attrs)
+        assert attrs["rows"] == "mean,std,min,max" and attrs["count"] == rows
+        assert attrs["dataset"] == name
+    assert len(summaries) == 1, summaries  # the same data and summary at 1 and 3 ranks
     assert summaries.pop().startswith("hdf5_stats 403x4: ")
-
-
-@pytest.mark.timeout(120)
-def test_a_file_of_plain_h5py(tmp_path: pathlib.Path) -> None:
-    data = numpy.random.default_rng(0).normal(size=(57, 3)).astype(numpy.float32)
-    with h5py.File(tmp_path / "mine.h5", "w") as f:
-        f.create_dataset("obs/t", data=data, chunks=(8, 3), compression="gzip")
-    out = run_example(2, "--input", str(tmp_path / "mine.h5"), "--dataset", "obs/t",
-                      "--output", str(tmp_path / "s.h5"))
-    printed = numpy.array([[float(v) for v in m.groups()[1:]] for m in LINE.finditer(out)])
-    d = data.astype(numpy.float64)
-    expected = numpy.stack([d.mean(0), d.std(0, ddof=1), d.min(0), d.max(0)])
-    numpy.testing.assert_allclose(printed.T, expected, rtol=1e-12, atol=1e-12)

@@ -10,7 +10,6 @@ import pytest
 from file_helpers import (
     ALL,
     ROWS,
-    S0,
     S1,
     global_tensor,
     layouts,
@@ -49,7 +48,7 @@ def test_files_of_numpy_in_every_order(shared_dir: Path) -> None:
     on_rank0(lambda: [numpy.save(shared_dir / f"{k}.npy", a) for k, a in arrays.items()]
              and None)
     for name, array in arrays.items():
-        sbps = [flow.sbp.broadcast] if array.ndim == 0 else [S0, S1, flow.sbp.split(2)]
+        sbps = [flow.sbp.broadcast] if array.ndim == 0 else [S1, flow.sbp.split(2)]
         for sbp in sbps:
             x = load_npy(shared_dir / f"{name}.npy", ALL, sbp)
             assert x.dtype.numpy == array.dtype.newbyteorder("=")
