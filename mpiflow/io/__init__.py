@@ -1,5 +1,11 @@
-"""Checkpoints: parallel save and load of (global) tensors through MPI-IO.
+"""Parallel files: the scientists' formats, and checkpoints (MPI-IO: each rank its shard).
 
+- Data files: :func:`load_hdf5`/:func:`save_hdf5` (h5py), :func:`load_netcdf`/
+  :func:`save_netcdf` (netCDF-4 through h5netcdf), :func:`load_zarr`/:func:`save_zarr`,
+  :func:`load_csv`/:func:`save_csv` and :func:`load_npy`/:func:`save_npy` read and write one
+  global tensor of any layout, every rank moving only its own region (docs/science.md,
+  "Files", says what is parallel with which library). A failure on any rank raises
+  :class:`ParallelIOError` on every rank; a failed save leaves nothing under its name.
 - :func:`save` writes a tree of tensors, arrays and Python values as a directory: one plain
   ``.npy`` file per array (each rank writing only its shard), a JSON ``metadata.json``, and
   ``objects.pkl`` for Python values JSON cannot hold. It is crash-safe: the directory appears
@@ -18,7 +24,14 @@ Examples:
 """
 
 from .checkpoint import SbpChoice, load, save
-from .errors import CheckpointError
+from .csv_files import load_csv, save_csv
+from .errors import CheckpointError, ParallelIOError
 from .format import FORMAT, VERSION
+from .hdf5 import load_hdf5, save_hdf5
+from .netcdf import load_netcdf, save_netcdf
+from .npy_files import load_npy, save_npy
+from .zarr_files import load_zarr, save_zarr
 
-__all__ = ["FORMAT", "VERSION", "CheckpointError", "SbpChoice", "load", "save"]
+__all__ = ["FORMAT", "VERSION", "CheckpointError", "ParallelIOError", "SbpChoice", "load",
+           "load_csv", "load_hdf5", "load_netcdf", "load_npy", "load_zarr", "save", "save_csv",
+           "save_hdf5", "save_netcdf", "save_npy", "save_zarr"]

@@ -22,9 +22,10 @@ from ..boxing.execute import redistribute
 from ..communication.mpi.group import world_comm
 from ..layouts.layout import Layout
 from ..layouts.placement import Placement
-from ..layouts.sbp import Broadcast, Partial, SbpParallel, Split
-from ..layouts.shards import Box, check_shape, shard_bounds, volume
+from ..layouts.sbp import SbpParallel
+from ..layouts.shards import check_shape, shard_bounds, volume
 from ..tensors.tensor import Tensor
+from .collective import written_piece
 from .errors import agreed, blocking
 from .files import (
     METADATA,
@@ -71,27 +72,9 @@ def _spec(name: str, file: str, value: Any) -> ArraySpec:
                      layout)
 
 
-def _global_piece(t: Tensor) -> tuple[Box | None, Any]:
-    """The region of the logical value this rank writes, and its values (collective for P).
-
-    Partial tensors are first reduce-scattered (to ``S(0)`` on each partial axis; all-reduced
-    to ``B`` for a 0-d tensor); on broadcast axes only the ranks at coordinate 0 write.
-    """
-    shape, placement, sbp, data = tuple(t.shape), t.placement, t.sbp, t._data
-    if any(isinstance(s, Partial) for s in sbp):
-        reduced = tuple((Split(0) if shape else Broadcast()) if isinstance(s, Partial) else s
-                        for s in sbp)
-        data = redistribute(data, shape, Layout(placement, sbp), Layout(placement, reduced))
-        sbp = reduced
-    coords = placement.coordinates(world_comm.rank)
-    if coords is None or any(coords[a] for a, s in enumerate(sbp) if isinstance(s, Broadcast)):
-        return None, None
-    return shard_bounds(shape, placement.mesh_shape, sbp, coords), data
-
-
 def _write_leaf(comm: Any, directory: str, spec: ArraySpec, value: Any) -> None:
     if spec.kind == "global":
-        box, data = _global_piece(value)
+        box, data = written_piece(value)
     elif comm.Get_rank() == 0:  # local tensors and arrays: rank 0's, assumed replicated
         box = tuple((0, n) for n in spec.shape)
         data = value._data if isinstance(value, Tensor) else value

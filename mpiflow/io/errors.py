@@ -31,7 +31,7 @@ from mpi4py import MPI
 
 from ..communication.watchdog.state import watched
 
-__all__ = ["CheckpointError", "agree", "agreed", "blocking"]
+__all__ = ["CheckpointError", "ParallelIOError", "agree", "agreed", "blocking"]
 
 
 def blocking(operation: str, comm: Any) -> AbstractContextManager[None]:
@@ -52,8 +52,10 @@ def blocking(operation: str, comm: Any) -> AbstractContextManager[None]:
     return watched(operation, comm)
 
 
-class CheckpointError(RuntimeError):
-    """A save or load failed; raised on every rank with the (first) failing rank's message.
+class ParallelIOError(RuntimeError):
+    """A collective save or load failed; raised on every rank with the first failing rank's
+    message (checkpoints raise the subclass :class:`CheckpointError`; the data files of
+    :mod:`mpiflow.io`, HDF5, netCDF, Zarr, CSV and ``.npy``, raise this class itself).
 
     Attributes:
         rank: the first world rank that failed.
@@ -66,29 +68,42 @@ class CheckpointError(RuntimeError):
         self.ranks = ranks
 
 
+class CheckpointError(ParallelIOError):
+    """A checkpoint's save or load failed; raised on every rank with the (first) failing rank's
+    message.
+
+    Attributes:
+        rank: the first world rank that failed.
+        ranks: every rank that failed.
+    """
+
+
 def _describe(error: BaseException) -> str:
-    if isinstance(error, CheckpointError):
+    if isinstance(error, ParallelIOError):
         return str(error)
     return f"{type(error).__name__}: {error}"
 
 
-def agree(comm: Any, error: BaseException | None, what: str) -> None:
+def agree(comm: Any, error: BaseException | None, what: str,
+          kind: type[ParallelIOError] = CheckpointError) -> None:
     """Raise :class:`CheckpointError` on every rank if ``error`` is set on any (collective).
 
     Args:
         comm: the mpi4py communicator of every rank taking part.
         error: this rank's exception, or None if it succeeded.
         what: the step, for the message (``"writing 'model.w'"``).
+        kind: the class of the error raised (the same on every rank).
 
     Raises:
-        CheckpointError: some rank failed; chained from this rank's own error, if any.
+        CheckpointError: some rank failed (or ``kind``); chained from this rank's own error,
+            if any.
 
     Examples:
         >>> comm = MPI.COMM_WORLD
         >>> agree(comm, None, "opening the files")    # returns: nobody failed
     """
     flag = numpy.array([0 if error is None else 1], dtype=numpy.int32)
-    operation = f"checkpoint agreement after {what!r}"
+    operation = f"{'checkpoint' if kind is CheckpointError else 'io'} agreement after {what!r}"
     with watched(operation, comm):
         comm.Allreduce(MPI.IN_PLACE, flag, MPI.MAX)
     if not flag[0]:
@@ -98,12 +113,13 @@ def agree(comm: Any, error: BaseException | None, what: str) -> None:
     failed = tuple(r for r, m in enumerate(messages) if m is not None)
     first = failed[0]
     also = f" (and on rank(s) {', '.join(map(str, failed[1:]))})" if len(failed) > 1 else ""
-    raise CheckpointError(f"{what} failed on rank {first}{also}: {messages[first]}", first,
-                          failed) from error
+    raise kind(f"{what} failed on rank {first}{also}: {messages[first]}", first,
+               failed) from error
 
 
 @contextmanager
-def agreed(comm: Any, what: str) -> Iterator[None]:
+def agreed(comm: Any, what: str, kind: type[ParallelIOError] = CheckpointError
+           ) -> Iterator[None]:
     """Run the ``with`` body, then :func:`agree` on whether it raised (collective).
 
     A body holds either local work or one collective MPI call, never local work that can fail
@@ -113,6 +129,7 @@ def agreed(comm: Any, what: str) -> Iterator[None]:
     Args:
         comm: the mpi4py communicator of every rank taking part.
         what: the step, for the message.
+        kind: the class of the error raised.
 
     Examples:
         >>> comm = MPI.COMM_WORLD
@@ -126,4 +143,4 @@ def agreed(comm: Any, what: str) -> Iterator[None]:
         yield
     except Exception as exc:
         error = exc
-    agree(comm, error, what)
+    agree(comm, error, what, kind)

@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -21,10 +22,11 @@ import re
 import shutil
 import sys
 import uuid
+from collections.abc import Callable
 
 __all__ = ["METADATA", "OBJECTS", "check_target", "fsync_directory", "fsync_file",
-           "is_temporary", "make_temporary", "remove_stale", "replace_directory",
-           "stale_temporaries"]
+           "is_temporary", "make_temporary", "remove_path", "remove_stale", "replace_directory",
+           "replace_file", "stale_temporaries", "temporary_name"]
 
 METADATA = "metadata.json"
 OBJECTS = "objects.pkl"
@@ -102,17 +104,53 @@ def remove_stale(path: str) -> list[str]:
     """
     stale = stale_temporaries(path)
     for tmp in stale:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_path(tmp)
     return stale
+
+
+def remove_path(path: str) -> None:
+    """Remove the file or directory tree at ``path``, if any (best effort, for clean-ups)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def temporary_name(path: str) -> str:
+    """A new name next to ``path`` for a file or directory that will take its place.
+
+    Examples:
+        >>> os.path.basename(temporary_name("data/run.h5")).startswith(".run.h5.tmp-")
+        True
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    return os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex[:12]}")
 
 
 def make_temporary(path: str) -> str:
     """Create an empty directory next to ``path`` (its parents too) and return its path."""
-    parent, name = os.path.split(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex[:12]}")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = temporary_name(path)
     os.mkdir(tmp)
     return tmp
+
+
+def replace_file(tmp: str, path: str) -> None:
+    """Make the complete file ``tmp`` appear at ``path`` in one rename, flushed to disk.
+
+    Args:
+        tmp: the new file (next to ``path``).
+        path: where it goes; a file there is replaced atomically, a directory is refused.
+
+    Raises:
+        IsADirectoryError: ``path`` is a directory.
+    """
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a directory; refusing to replace it by a file")
+    fsync_file(tmp)
+    os.replace(tmp, path)
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def fsync_file(path: str) -> None:
@@ -157,14 +195,17 @@ def _exchange(a: str, b: str) -> bool:
     raise OSError(code, os.strerror(code), b)
 
 
-def replace_directory(tmp: str, path: str) -> None:
+def replace_directory(tmp: str, path: str,
+                      check: Callable[[str], None] = check_target) -> None:
     """Make the complete directory ``tmp`` appear at ``path``, replacing what was there.
 
     Args:
         tmp: the new checkpoint, flushed to disk.
         path: where it goes (absent, empty, or an old checkpoint: see :func:`check_target`).
+        check: raises unless what is at ``path`` may be replaced (:func:`check_target`, or
+            the check of another kind of directory, such as a Zarr store).
     """
-    check_target(path)
+    check(path)
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.lexists(path):
         os.rename(tmp, path)

@@ -27,9 +27,9 @@ import numpy
 from mpi4py import MPI
 
 from ..layouts.shards import Box
-from .errors import agreed, blocking
+from .errors import CheckpointError, ParallelIOError, agreed, blocking
 
-__all__ = ["box_shape", "prepare_buffer", "read_array", "write_array"]
+__all__ = ["box_shape", "prepare_buffer", "read_array", "write_array", "write_region"]
 
 
 def box_shape(box: Box) -> tuple[int, ...]:
@@ -82,7 +82,8 @@ def _free(etype: MPI.Datatype, filetype: MPI.Datatype) -> None:
             t.Free()
 
 
-def _close(comm: Any, fh: MPI.File, path: str, ok: bool) -> None:
+def _close(comm: Any, fh: MPI.File, path: str, ok: bool,
+           kind: type[ParallelIOError] = CheckpointError) -> None:
     """Close ``fh`` (collective): agreed after success, best effort after an agreed failure.
 
     Not called while Ctrl-C or an exit unwinds the rank (a ``BaseException`` that is no
@@ -91,7 +92,7 @@ def _close(comm: Any, fh: MPI.File, path: str, ok: bool) -> None:
     """
     operation = f"checkpoint: MPI-IO File.Close of {path}"
     if ok:
-        with agreed(comm, f"closing {path}"), blocking(operation, comm):
+        with agreed(comm, f"closing {path}", kind), blocking(operation, comm):
             fh.Close()
     else:
         with suppress(MPI.Exception), blocking(operation, comm):
@@ -126,35 +127,65 @@ def write_array(comm: Any, path: str, header: bytes, dtype: numpy.dtype,
     Raises:
         CheckpointError: a rank failed (on every rank).
     """
-    with agreed(comm, f"preparing the data of {path}"):
+    write_region(comm, path, len(header), dtype, shape, box, local, header=header, create=True)
+
+
+def write_region(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Sequence[int],
+                 box: Box | None, local: Any, *, header: bytes = b"", create: bool = False,
+                 kind: type[ParallelIOError] = CheckpointError) -> None:
+    """Write every rank's region of a C-order array stored at ``offset`` of a file (collective).
+
+    The bytes of the whole array start at ``offset`` and run in C order (a ``.npy`` file's data
+    after its header, an HDF5 dataset's contiguous storage); each rank writes only the bytes of
+    its region, through one subarray file view and one ``Write_all``, and the file is flushed
+    to disk (``Sync``) before it is closed.
+
+    Args:
+        comm: the mpi4py communicator of every rank taking part.
+        path: the file.
+        offset: where the array's first byte goes.
+        dtype: the element type.
+        shape: the logical shape.
+        box: the region this rank writes, or None for nothing.
+        local: the region's values, shaped as ``box`` (ignored for None).
+        header: bytes rank 0 writes at the start of the file first (a ``.npy`` header).
+        create: create the file if it does not exist (else it must).
+        kind: the class of the error raised when a rank fails.
+
+    Raises:
+        CheckpointError: a rank failed (on every rank), or ``kind``.
+    """
+    with agreed(comm, f"preparing the data of {path}", kind):
         buf = prepare_buffer(local, dtype, box)
         etype, filetype = _types(dtype.itemsize, shape, box)
+    amode = MPI.MODE_WRONLY | (MPI.MODE_CREATE if create else 0)
     try:
-        with agreed(comm, f"creating {path}"), \
+        with agreed(comm, f"{'creating' if create else 'opening'} {path}", kind), \
                 blocking(f"checkpoint: MPI-IO File.Open of {path}", comm):
-            fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
+            fh = MPI.File.Open(comm, path, amode)
         ok = False
         try:
-            with agreed(comm, f"writing the header of {path}"):
-                if comm.Get_rank() == 0:
-                    with blocking(f"checkpoint: MPI-IO Write_at (the header) of {path}",
-                                  None):
-                        _write_header(fh, header)
-            with agreed(comm, f"setting the file view of {path}"), \
+            if header:
+                with agreed(comm, f"writing the header of {path}", kind):
+                    if comm.Get_rank() == 0:
+                        with blocking(f"checkpoint: MPI-IO Write_at (the header) of {path}",
+                                      None):
+                            _write_header(fh, header)
+            with agreed(comm, f"setting the file view of {path}", kind), \
                     blocking(f"checkpoint: MPI-IO Set_view of {path}", comm):
-                fh.Set_view(len(header), etype, filetype)
-            with agreed(comm, f"writing {path}"), \
+                fh.Set_view(offset, etype, filetype)
+            with agreed(comm, f"writing {path}", kind), \
                     blocking(f"checkpoint: MPI-IO Write_all of {path}", comm):
                 fh.Write_all([buf.reshape(-1).view(numpy.uint8), buf.size, etype])
-            with agreed(comm, f"flushing {path} to disk"), \
+            with agreed(comm, f"flushing {path} to disk", kind), \
                     blocking(f"checkpoint: MPI-IO Sync of {path}", comm):
                 fh.Sync()
             ok = True
         except BaseException as exc:
             if not _unwinding(exc):
-                _close(comm, fh, path, False)
+                _close(comm, fh, path, False, kind)
             raise
-        _close(comm, fh, path, ok)
+        _close(comm, fh, path, ok, kind)
     finally:
         _free(etype, filetype)
 
@@ -174,7 +205,8 @@ def _check_size(size: int, path: str, offset: int, dtype: numpy.dtype,
 
 
 def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Sequence[int],
-               box: Box | None) -> numpy.ndarray:
+               box: Box | None, kind: type[ParallelIOError] = CheckpointError
+               ) -> numpy.ndarray:
     """Read this rank's region of a ``.npy`` file collectively (every rank of ``comm`` calls).
 
     Args:
@@ -184,6 +216,7 @@ def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Seq
         dtype: the element type.
         shape: the logical shape.
         box: the region this rank reads, or None for nothing.
+        kind: the class of the error raised when a rank fails.
 
     Returns:
         The region's values, a new array of ``box``'s shape (``(0,)`` for None).
@@ -191,25 +224,25 @@ def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Seq
     Raises:
         CheckpointError: a rank failed, or the file holds fewer bytes than the region needs.
     """
-    with agreed(comm, f"preparing to read {path}"):  # a rank that cannot allocate fails all
+    with agreed(comm, f"preparing to read {path}", kind):  # a rank that cannot allocate fails all
         out = numpy.empty(box_shape(box) if box is not None else (0,), dtype=dtype)
         etype, filetype = _types(dtype.itemsize, shape, box)
     try:
-        with agreed(comm, f"opening {path}"), \
+        with agreed(comm, f"opening {path}", kind), \
                 blocking(f"checkpoint: MPI-IO File.Open of {path}", comm):
             fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
         ok = False
         try:
-            with agreed(comm, f"reading {path}"):
+            with agreed(comm, f"reading {path}", kind):
                 _check_size(fh.Get_size(), path, offset, dtype, shape)
-            with agreed(comm, f"setting the file view of {path}"), \
+            with agreed(comm, f"setting the file view of {path}", kind), \
                     blocking(f"checkpoint: MPI-IO Set_view of {path}", comm):
                 fh.Set_view(offset, etype, filetype)
             status = MPI.Status()
-            with agreed(comm, f"reading {path}"), \
+            with agreed(comm, f"reading {path}", kind), \
                     blocking(f"checkpoint: MPI-IO Read_all of {path}", comm):
                 fh.Read_all([out.reshape(-1).view(numpy.uint8), out.size, etype], status)
-            with agreed(comm, f"reading {path}"):
+            with agreed(comm, f"reading {path}", kind):
                 got = status.Get_count(etype) if out.size else 0
                 if got != out.size:
                     raise ValueError(f"{path} is truncated: read {got} of the {out.size} "
@@ -217,9 +250,9 @@ def read_array(comm: Any, path: str, offset: int, dtype: numpy.dtype, shape: Seq
             ok = True
         except BaseException as exc:
             if not _unwinding(exc):
-                _close(comm, fh, path, False)
+                _close(comm, fh, path, False, kind)
             raise
-        _close(comm, fh, path, ok)
+        _close(comm, fh, path, ok, kind)
     finally:
         _free(etype, filetype)
     return out
