@@ -16,6 +16,8 @@ from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .pointwise import *  # noqa: F403
 from .pointwise import __all__ as _pointwise_all
+from .pointwise_more import *  # noqa: F403
+from .pointwise_more import __all__ as _pointwise_more_all
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
@@ -28,6 +30,7 @@ from .softmax import __all__ as _softmax_all
 from .sorting import *  # noqa: F403
 from .sorting import __all__ as _sorting_all
 
-__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
+__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_pointwise_more_all,
+           *_reduction_all, *_softmax_all,
            *_linalg_all, *_shape_all, *_join_all, *_scans_all, *_sorting_all,
            *_indexing_all, "conv2d", "max_pool2d", "avg_pool2d"]

@@ -553,3 +553,7 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 
 #: op name -> why it has no samples (none so far: every op is swept).
 UNSAMPLED: dict[str, str] = {}
+
+from .samples_pointwise_more import SAMPLES as _POINTWISE_MORE  # noqa: E402 - after SAMPLES
+
+SAMPLES.update(_POINTWISE_MORE)
