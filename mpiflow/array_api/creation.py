@@ -93,7 +93,7 @@ def distribute(value: numpy.ndarray, where: dict[str, Any], view: builtins.bool)
         return Tensor(module.empty((0,), dtype=value.dtype), placement, sbp, value.shape)
     if any(not isinstance(s, (Split, Broadcast)) for s in sbp):
         return flow_creation.tensor(value, placement=placement, sbp=sbp)
-    part = value[shard_slices(value.shape, placement.mesh_shape, sbp, coords)]
+    part = value[(..., *shard_slices(value.shape, placement.mesh_shape, sbp, coords))]
     if module is not numpy or not view or not part.flags.c_contiguous:
         part = module.array(part, copy=True, order="C")
     return Tensor(part, placement, sbp, value.shape)

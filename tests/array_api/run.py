@@ -49,7 +49,8 @@ def command(ranks: int | None, max_examples: int, json_path: Path, module: str,
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE), env.get("PYTHONPATH", "")]),
         "PYTHONWARNINGS": "ignore",
     })
-    pytest = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
+    paths = [] if any(a.startswith("array_api_tests") for a in extra) else ["array_api_tests"]
+    pytest = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
               "-p", "xp_plugin", "--max-examples", str(max_examples), "--hypothesis-seed=0",
               "--derandomize", "--disable-deadline", "--xp-json", str(json_path),
               "-W", "ignore", "--timeout", str(timeout), "-o", "timeout_method=thread"]

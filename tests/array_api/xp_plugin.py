@@ -4,7 +4,7 @@ loads it with ``-p xp_plugin``).
 - Every rank draws the same examples: Hypothesis derandomized (a seed from each test's name),
   no example database, no deadline or health check (they time the run, and ranks run at
   different speeds), and Python's ``random`` seeded before each test (the suite's
-  ``strategy.example()`` shuffles with it).
+  ``strategy.example()`` shuffles with it). Failures are not shrunk (reported as found).
 - The ranks agree on every outcome: after each phase of each test they all-gather it, and a
   phase that failed on any rank fails on all of them, naming the ranks; so every rank exits
   with the same status and no rank goes on alone to a test the others have not reached.
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 _OUTCOMES: dict[str, str] = {}
 
@@ -42,7 +42,9 @@ def pytest_configure(config: Any) -> None:
     # max_examples, make everything that depends on time or on a database the same everywhere.
     settings.register_profile("mpiflow-array-api", settings(
         settings.default, database=None, deadline=None, derandomize=True,
-        suppress_health_check=list(HealthCheck), print_blob=False))
+        suppress_health_check=list(HealthCheck), print_blob=False,
+        # A failure is reported as found: shrinking it would cost most of a failing run.
+        phases=(Phase.explicit, Phase.reuse, Phase.generate)))
     settings.load_profile("mpiflow-array-api")
     if _comm().rank != 0:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
