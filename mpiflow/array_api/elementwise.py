@@ -17,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy
+
 from ..ops import pointwise as pw
 from ..ops import pointwise_more as pm
+from ..tensors import creation as flow_creation
 from ..tensors.tensor import Tensor
 from .common import array, two_arrays
 
@@ -113,7 +116,27 @@ bitwise_xor = _binary("bitwise_xor", pw.bitwise_xor)
 copysign = _binary("copysign", pm.copysign)
 divide = _binary("divide", pw.div)
 equal = _binary("equal", pw.eq)
-floor_divide = _binary("floor_divide", pw.floor_divide)
+def _floor_divide(x1: Any, x2: Any) -> Tensor:
+    """numpy's (PyTorch's) floor division, with the standard's special cases where those
+    give NaN or -1: an infinite dividend over a finite non-zero divisor is infinite, a finite
+    non-zero dividend over an infinity of the other sign is -0."""
+    with numpy.errstate(invalid="ignore", divide="ignore"):
+        out = pw.floor_divide(x1, x2)
+    if out.dtype.numpy.kind != "f":
+        return out
+    # (a Python scalar operand as an array laid out as the result, for the masks)
+    x1, x2 = (v if isinstance(v, Tensor) else flow_creation.full_like(out, v) for v in (x1, x2))
+    with numpy.errstate(invalid="ignore"):
+        inf_over_finite = pw.logical_and(pw.isinf(x1), pw.logical_and(pw.isfinite(x2),
+                                                                      pw.ne(x2, 0)))
+        out = pw.where(inf_over_finite, pw.mul(x1, pw.sign(x2)), out)
+        finite_over_inf = pw.logical_and(pw.logical_and(pw.isfinite(x1), pw.ne(x1, 0)),
+                                         pw.logical_and(pw.isinf(x2),
+                                                        pw.ne(pw.gt(x1, 0), pw.gt(x2, 0))))
+        return pw.where(finite_over_inf, -0.0, out)
+
+
+floor_divide = _binary("floor_divide", _floor_divide)
 greater = _binary("greater", pw.gt)
 greater_equal = _binary("greater_equal", pw.ge)
 hypot = _binary("hypot", pm.hypot)

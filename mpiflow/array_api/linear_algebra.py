@@ -73,7 +73,7 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     if n1 != n2:
         raise ValueError(f"vecdot: the arrays must have the same size along axis {axis}")
     a, b = _promoted(x1, x2)
-    return red.sum(pw.mul(pm.conj(a), b), d)
+    return red.sum(pw.mul(pm.conj(a), b), d, dtype=a.dtype)
 
 
 def _tensordot_axes(axes: Any, n1: int, n2: int) -> tuple[list[int], list[int]]:

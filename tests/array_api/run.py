@@ -52,10 +52,12 @@ def command(ranks: int | None, max_examples: int, json_path: Path, module: str,
     paths = [] if any(a.startswith("array_api_tests") for a in extra) else ["array_api_tests"]
     pytest = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
               "-p", "xp_plugin", "--max-examples", str(max_examples), "--hypothesis-seed=0",
-              "--derandomize", "--disable-deadline", "--xp-json", str(json_path),
+              "--derandomize", "--disable-deadline", f"--xp-json={json_path}",
               "-W", "ignore", "--timeout", str(timeout), "-o", "timeout_method=thread"]
     if module != "numpy":
-        pytest += ["--xfails-file", str(XFAILS)]
+        # (one argument: pytest would take a separate path for a test path, and load the
+        # conftest files above it)
+        pytest += [f"--xfails-file={XFAILS}"]
     pytest += extra
     if ranks is None:
         return pytest, env
