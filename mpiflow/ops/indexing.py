@@ -39,6 +39,7 @@ Examples:
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy
@@ -68,11 +69,16 @@ def _as_tuple(index: Any) -> tuple[Any, ...]:
 
 
 def _entry(item: Any) -> Any:
-    """One index entry with 0-d integer tensors and numpy integers turned into ints."""
+    """One index entry with 0-d integer tensors and numpy integers turned into ints (also as
+    the bounds and step of a slice)."""
     if isinstance(item, Tensor) and item.ndim == 0 and item.dtype.numpy.kind in "iu":
         return int(item)  # collective for a global index tensor, as every global op
     if isinstance(item, numpy.integer):
         return int(item)
+    if isinstance(item, slice) and not all(v is None or type(v) is int
+                                           for v in (item.start, item.stop, item.step)):
+        return slice(*(None if v is None else operator.index(v)
+                       for v in (item.start, item.stop, item.step)))
     return item
 
 
