@@ -264,8 +264,36 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     """
     items = tuple(_entry(item) for item in _as_tuple(index))
     if all(_is_basic(item) for item in items):
-        return apply(GETITEM, input, index=expand_basic(items, tuple(input.shape)))
+        basic = expand_basic(items, tuple(input.shape))
+        if input.is_global:
+            input, basic = _slice_split_dims(input, basic)
+        return apply(GETITEM, input, index=basic)
     return apply(INDEX, input, index=_advanced_parts(items, input.is_global))
+
+
+def _slice_split_dims(input: Tensor, index: Basic) -> tuple[Tensor, Basic]:
+    """Each split dim that ``index`` does not take whole, sliced where it lies first
+    (:mod:`.slicing`: only the selected rows move); the index left for the rest: ``:`` for a
+    sliced dim, 0 for an int's (the row it kept)."""
+    from .slicing import slice_dim
+
+    split = {s.dim for s in input.sbp if isinstance(s, Split)}
+    out: list[int | slice | None] = []
+    dim = 0
+    for item in index:
+        if item is None:
+            out.append(None)
+            continue
+        if dim in split and item != _FULL:
+            if isinstance(item, slice):
+                input = slice_dim(input, dim, item)
+                item = _FULL
+            else:
+                input = slice_dim(input, dim, slice(item, item + 1))
+                item = 0
+        out.append(item)
+        dim += 1
+    return input, tuple(out)
 
 
 # -- setitem -------------------------------------------------------------------------------------

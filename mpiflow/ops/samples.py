@@ -554,6 +554,6 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 #: op name -> why it has no samples (none so far: every op is swept).
 UNSAMPLED: dict[str, str] = {}
 
-from .samples_pointwise_more import SAMPLES as _POINTWISE_MORE  # noqa: E402 - after SAMPLES
+from .samples_more import SAMPLES as _MORE  # noqa: E402 - after SAMPLES
 
-SAMPLES.update(_POINTWISE_MORE)
+SAMPLES.update(_MORE)

@@ -26,6 +26,17 @@ __all__ = ["BoundMethods"]
 class BoundMethods:
     """The methods bound to Tensor by the layers above it, declared."""
 
+    # mpiflow.array_api.array_object
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The array API namespace of mpiflow's tensors, :mod:`mpiflow.array_api` (local and global
+        tensors alike)."""
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Self:
+        """This array on ``device``: "cpu"/"cuda" change the memory kind (the layout kept); a
+        placement, or a global array's ``.device``, lays the value out there by the default rule (a
+        local array: each rank keeps its part of it); a local array's ``.device`` gives a global
+        array's whole value on every rank (collective). The array itself where it is there
+        already."""
+
     # mpiflow.autograd.graph
     def backward(self, gradient: Self | None = None, retain_graph: builtins.bool = False) -> None:
         """Compute the gradients of ``tensor`` with respect to every leaf that requires grad."""

@@ -1,4 +1,5 @@
-"""Sample inputs of the ops of :mod:`mpiflow.ops.pointwise_more`, for the op sweep.
+"""Sample inputs of the ops of :mod:`mpiflow.ops.pointwise_more` and :mod:`mpiflow.ops.slicing`,
+for the op sweep.
 
 Values keep inside each function's domain and away from its edges (``acos`` in (-1, 1),
 ``acosh`` above 1, no zero divisors for ``fmod``, no ties of ``clamp``'s bounds).
@@ -113,6 +114,25 @@ def _isclose(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     return [Sample((x, y), attrs), Sample((x, y[0]), {**attrs, "equal_nan": True})]
 
 
+_SLICES = ((0, 1, 6, 1), (0, 6, -1, -1), (0, 0, 7, 3), (1, 2, 0, -1))  # dim, start, stop, step
+
+
+def _slice(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    x = sample_values((7, 3), dtype, 1)
+    return [Sample((x,), {"dim": d, "start": a, "stop": b, "step": c, "n": x.shape[d]})
+            for d, a, b, c in _SLICES]
+
+
+def _slice_grad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    out = []
+    for i, (d, a, b, c) in enumerate(_SLICES):
+        shape = [7, 3]
+        shape[d] = len(range(a, b, c))
+        out.append(Sample((sample_values(tuple(shape), dtype, 2 + i),),
+                          {"dim": d, "start": a, "stop": b, "step": c, "n": (7, 3)[d]}))
+    return out
+
+
 _UNARY: dict[str, tuple[str, ...]] = {
     **{name: (F64, F32) for name in ("acos", "asin", "atan", "atanh", "acosh", "asinh",
                                      "cosh", "sinh", "tan", "log10", "exp2")},
@@ -138,4 +158,6 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Any]] = {
     "clamp_max": ((F64, I64), _clamp("max")),
     "nan_to_num": ((F64, F32), _nan_to_num),
     "isclose": ((F64, I64), _isclose),
+    "slice": ((F64, I64), _slice),
+    "slice_grad": ((F64,), _slice_grad),
 }
