@@ -27,15 +27,23 @@ import math as _math
 from . import fft, linalg
 from .array_object import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .creation import __all__ as _creation_all
 from .data_types import *  # noqa: F403
+from .data_types import __all__ as _data_types_all
 from .elementwise import *  # noqa: F403
+from .elementwise import __all__ as _elementwise_all
 from .info import __array_namespace_info__
 from .layout import default_layout, get_default_layout, set_default_layout
 from .linear_algebra import *  # noqa: F403
+from .linear_algebra import __all__ as _linear_algebra_all
 from .manipulation import *  # noqa: F403
+from .manipulation import __all__ as _manipulation_all
 from .searching import *  # noqa: F403
+from .searching import __all__ as _searching_all
 from .sets import *  # noqa: F403
+from .sets import __all__ as _sets_all
 from .statistical import *  # noqa: F403
+from .statistical import __all__ as _statistical_all
 
 __array_api_version__ = "2024.12"
 
@@ -44,3 +52,8 @@ inf = _math.inf
 nan = _math.nan
 pi = _math.pi
 newaxis = None
+
+__all__ = ["__array_api_version__", "__array_namespace_info__", "default_layout", "e", "fft",
+           "get_default_layout", "inf", "linalg", "nan", "newaxis", "pi", "set_default_layout",
+           *_creation_all, *_data_types_all, *_elementwise_all, *_linear_algebra_all,
+           *_manipulation_all, *_searching_all, *_sets_all, *_statistical_all]

@@ -93,7 +93,9 @@ def distribute(value: numpy.ndarray, where: dict[str, Any], view: builtins.bool)
         return Tensor(module.empty((0,), dtype=value.dtype), placement, sbp, value.shape)
     if any(not isinstance(s, (Split, Broadcast)) for s in sbp):
         return flow_creation.tensor(value, placement=placement, sbp=sbp)
-    part = value[(..., *shard_slices(value.shape, placement.mesh_shape, sbp, coords))]
+    region: tuple[Any, ...] = (..., *shard_slices(value.shape, placement.mesh_shape, sbp,
+                                                  coords))
+    part = value[region]
     if module is not numpy or not view or not part.flags.c_contiguous:
         part = module.array(part, copy=True, order="C")
     return Tensor(part, placement, sbp, value.shape)
@@ -168,8 +170,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             return pw.clone(obj)
         return out
     if copy is False and (isinstance(obj, (list, tuple, *_SCALARS))
-                          or not hasattr(obj, "__array__") and not hasattr(obj, "__dlpack__")
-                          and not hasattr(obj, "__array_interface__")):
+                          or (not hasattr(obj, "__array__") and not hasattr(obj, "__dlpack__")
+                          and not hasattr(obj, "__array_interface__"))):
         raise ValueError("asarray: copy=False, but making an array of "
                          f"{type(obj).__name__} needs a copy")
     value = _host(obj, dt)

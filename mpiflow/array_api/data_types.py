@@ -90,7 +90,7 @@ def can_cast(from_: Any, to: Any, /) -> builtins.bool:
 
 
 @dataclass(frozen=True)
-class finfo_object:  # noqa: N801 - the standard's name
+class finfo_object:
     """Machine limits of a floating dtype (Python floats, the dtype the namespace's)."""
 
     bits: int
@@ -102,7 +102,7 @@ class finfo_object:  # noqa: N801 - the standard's name
 
 
 @dataclass(frozen=True)
-class iinfo_object:  # noqa: N801 - the standard's name
+class iinfo_object:
     """Machine limits of an integer dtype."""
 
     bits: int

@@ -254,6 +254,6 @@ def repeat(x: Tensor, repeats: Any, /, *, axis: int | None = None) -> Tensor:
     if r < 0:
         raise ValueError(f"repeat: repeats must be non-negative, got {r}")
     shape = tuple(x.shape)
-    spread = shape_ops.reshape(x, shape[:d + 1] + (1,) + shape[d + 1:])
-    grown = pw.expand(spread, shape[:d + 1] + (r,) + shape[d + 1:])
-    return shape_ops.reshape(grown, shape[:d] + (shape[d] * r,) + shape[d + 1:])
+    spread = shape_ops.reshape(x, (*shape[:d + 1], 1, *shape[d + 1:]))
+    grown = pw.expand(spread, (*shape[:d + 1], r, *shape[d + 1:]))
+    return shape_ops.reshape(grown, (*shape[:d], shape[d] * r, *shape[d + 1:]))

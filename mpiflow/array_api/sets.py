@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..ops import pointwise as pw
-from ..ops import scans
+from ..ops import scans, sorting
 from ..ops import shape as shape_ops
-from ..ops import sorting
 from ..tensors.tensor import Tensor
 from .common import array, face
 

@@ -4,8 +4,10 @@ layout rules side by side), exposed as functions and as Tensor methods."""
 from ..tensors import (  # noqa: F401 - binds the conversions (to_global, ...) the ops rely on
     conversion as _layout,
 )
-from . import methods  # noqa: F401 - binds the operators and the pointwise methods
-from . import slicing  # noqa: F401 - the slice ops (getitem's, of split dims)
+from . import (
+    methods,  # noqa: F401 - binds the operators and the pointwise methods
+    slicing,  # noqa: F401 - the slice ops (getitem's, of split dims)
+)
 from .conv import conv2d
 from .deterministic_sum import nansum, vdot
 from .engine import OpDef, apply

@@ -138,8 +138,8 @@ _UNARY_GRADS: dict[str, Callable[..., Any]] = {
     "asinh": _unary_grad(lambda pw, g, x, out: pw.div(g, pw.sqrt(pw.add(pw.square(x), 1.0)))),
     "atan": _unary_grad(lambda pw, g, x, out: pw.div(g, pw.add(pw.square(x), 1.0))),
     "atanh": _unary_grad(lambda pw, g, x, out: pw.div(g, pw.sub(1.0, pw.square(x)))),
-    "cosh": _unary_grad(lambda pw, g, x, out: pw.mul(g, sinh(x))),
-    "sinh": _unary_grad(lambda pw, g, x, out: pw.mul(g, cosh(x))),
+    "cosh": _unary_grad(lambda pw, g, x, out: pw.mul(g, apply(UNARY_MORE["sinh"], x))),
+    "sinh": _unary_grad(lambda pw, g, x, out: pw.mul(g, apply(UNARY_MORE["cosh"], x))),
     "tan": _unary_grad(lambda pw, g, x, out: pw.mul(g, pw.add(pw.square(out), 1.0))),
     "log10": _unary_grad(lambda pw, g, x, out: pw.div(g, pw.mul(x, _LN10))),
     "exp2": _unary_grad(lambda pw, g, x, out: pw.mul(g, pw.mul(out, _LN2))),
@@ -340,8 +340,9 @@ bitwise_right_shift = _binary_fn("bitwise_right_shift", "``input >> other`` for 
 # -- clamp with tensor bounds ------------------------------------------------------------------
 def _clamp_kernel(ctx: Context, a: Any, *bounds: Any, which: str) -> Any:
     xp = ctx.xp
-    a, *bounds = _as(ctx, a, *bounds)
+    a, *cast = _as(ctx, a, *bounds)
     out = a
+    bounds = tuple(cast)
     if "min" in which:
         out = xp.maximum(out, bounds[0])
     if which.endswith("max"):

@@ -11,15 +11,30 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy
 
-from .samples import Sample, sample_values
+if TYPE_CHECKING:
+    from .samples import Sample
 
 __all__ = ["SAMPLES"]
 
 Mesh = tuple[int, ...]
+
+
+def _sample(*args: Any, **kwargs: Any) -> Sample:
+    """A :class:`.samples.Sample` (imported when called: samples.py imports this module)."""
+    from . import samples
+
+    return samples.Sample(*args, **kwargs)
+
+
+def _values(*args: Any, **kwargs: Any) -> numpy.ndarray:
+    """:func:`.samples.sample_values` (imported when called)."""
+    from . import samples
+
+    return samples.sample_values(*args, **kwargs)
 F64, F32, I64, BOOL, C128 = "float64", "float32", "int64", "bool", "complex128"
 
 
@@ -42,10 +57,10 @@ def _unary(name: str) -> Any:
 
     def samples(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
         if name in _DOMAINS or numpy.dtype(dtype).kind == "f":
-            return [Sample((_inside((5, 3), dtype, 1, low, high),)),
-                    Sample((_inside((7,), dtype, 2, low, high),))]
-        return [Sample((sample_values((5, 3), dtype, 1),)),
-                Sample((sample_values((7,), dtype, 2),))]
+            return [_sample((_inside((5, 3), dtype, 1, low, high),)),
+                    _sample((_inside((7,), dtype, 2, low, high),))]
+        return [_sample((_values((5, 3), dtype, 1),)),
+                _sample((_values((7,), dtype, 2),))]
 
     return samples
 
@@ -54,13 +69,13 @@ def _special(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     """Values with NaN, infinities and signed zeros (no gradient: not smooth there)."""
     x = numpy.array([[numpy.nan, 1.5, -numpy.inf], [numpy.inf, -0.0, 2.0], [0.0, -1.0, 3.0],
                      [4.0, -2.5, numpy.nan], [1.0, 2.0, 3.0]], dtype=dtype)
-    return [Sample((x,), grad=False)]
+    return [_sample((x,), grad=False)]
 
 
 def _nan_to_num(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
-    return [Sample(s.operands, {"nan": 0.5, "posinf": None, "neginf": -7.0}, grad=False)
+    return [_sample(s.operands, {"nan": 0.5, "posinf": None, "neginf": -7.0}, grad=False)
             for s in _special(dtype, mesh)] + \
-           [Sample((sample_values((7,), dtype, 3),), {"nan": 0.0, "posinf": 9.0, "neginf": None})]
+           [_sample((_values((7,), dtype, 3),), {"nan": 0.0, "posinf": 9.0, "neginf": None})]
 
 
 def _binary(first: tuple[float, float] | None, second: tuple[float, float] | None,
@@ -68,58 +83,59 @@ def _binary(first: tuple[float, float] | None, second: tuple[float, float] | Non
     def values(shape: tuple[int, ...], dtype: numpy.dtype, seed: int,
                domain: tuple[float, float] | None) -> numpy.ndarray:
         if domain is None:
-            return sample_values(shape, dtype, seed)
+            return _values(shape, dtype, seed)
         return _inside(shape, dtype, seed, *domain)
 
     def samples(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
         x = values((5, 3), dtype, 1, first)
         number: Any = 2 if numpy.dtype(dtype).kind in "iu" else 1.5
-        return [Sample((x, values((5, 3), dtype, 2, second)), grad=grad),
-                Sample((x, values((3,), dtype, 3, second)), grad=grad),
-                Sample((values((5, 1), dtype, 4, first), values((5, 3), dtype, 5, second)),
+        return [_sample((x, values((5, 3), dtype, 2, second)), grad=grad),
+                _sample((x, values((3,), dtype, 3, second)), grad=grad),
+                _sample((values((5, 1), dtype, 4, first), values((5, 3), dtype, 5, second)),
                        grad=grad),
-                Sample((x, number), grad=grad)]
+                _sample((x, number), grad=grad)]
 
     return samples
 
 
 def _shift(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
-    x = sample_values((5, 3), dtype, 1)
-    return [Sample((x, _inside((5, 3), dtype, 2, 0, 5))),
-            Sample((x, _inside((3,), dtype, 3, 0, 5))), Sample((x, 3))]
+    x = _values((5, 3), dtype, 1)
+    return [_sample((x, _inside((5, 3), dtype, 2, 0, 5))),
+            _sample((x, _inside((3,), dtype, 3, 0, 5))), _sample((x, 3))]
 
 
 def _clamp(which: str) -> Any:
     def samples(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
-        x = sample_values((5, 3), dtype, 1)
+        x = _values((5, 3), dtype, 1)
         low = _inside((5, 3), dtype, 2, -1.9, -0.1)   # strictly below ...
         high = _inside((3,), dtype, 3, 0.1, 1.9)      # ... strictly above: no ties
         if numpy.dtype(dtype).kind in "iu":
             low, high = numpy.full((5, 3), -2, dtype), numpy.full((3,), 2, dtype)
-        bounds = {"min_max": ((low, high), (-0.5, high), (low, 0.5)),
-                  "min": ((low,), (-0.5,)), "max": ((high,), (0.5,))}[which]
-        if numpy.dtype(dtype).kind in "iu":
-            bounds = tuple(tuple(int(b) if isinstance(b, float) else b for b in bs)
-                           for bs in bounds)
-        return [Sample((x, *bs), {"which": which}) for bs in bounds]
+        integral = numpy.dtype(dtype).kind in "iu"
+        below: Any = -1 if integral else -0.5  # a Python number of the tensor's kind
+        above: Any = 1 if integral else 0.5
+        bounds: tuple[tuple[Any, ...], ...] = {
+            "min_max": ((low, high), (below, high), (low, above)),
+            "min": ((low,), (below,)), "max": ((high,), (above,))}[which]
+        return [_sample((x, *bs), {"which": which}) for bs in bounds]
 
     return samples
 
 
 def _isclose(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
-    x = sample_values((5, 3), dtype, 1)
+    x = _values((5, 3), dtype, 1)
     y = x.copy()
     y[::2] += numpy.asarray(1, dtype=dtype)
     attrs = {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}
-    return [Sample((x, y), attrs), Sample((x, y[0]), {**attrs, "equal_nan": True})]
+    return [_sample((x, y), attrs), _sample((x, y[0]), {**attrs, "equal_nan": True})]
 
 
 _SLICES = ((0, 1, 6, 1), (0, 6, -1, -1), (0, 0, 7, 3), (1, 2, 0, -1))  # dim, start, stop, step
 
 
 def _slice(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
-    x = sample_values((7, 3), dtype, 1)
-    return [Sample((x,), {"dim": d, "start": a, "stop": b, "step": c, "n": x.shape[d]})
+    x = _values((7, 3), dtype, 1)
+    return [_sample((x,), {"dim": d, "start": a, "stop": b, "step": c, "n": x.shape[d]})
             for d, a, b, c in _SLICES]
 
 
@@ -128,7 +144,7 @@ def _slice_grad(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
     for i, (d, a, b, c) in enumerate(_SLICES):
         shape = [7, 3]
         shape[d] = len(range(a, b, c))
-        out.append(Sample((sample_values(tuple(shape), dtype, 2 + i),),
+        out.append(_sample((_values(tuple(shape), dtype, 2 + i),),
                           {"dim": d, "start": a, "stop": b, "step": c, "n": (7, 3)[d]}))
     return out
 

@@ -309,7 +309,7 @@ class Tensor(BoundMethods):
                                                   ("max_version", max_version),
                                                   ("dl_device", dl_device), ("copy", copy))
                   if value is not None}
-        return data.__dlpack__(**kwargs)
+        return data.__dlpack__(**kwargs)  # type: ignore[arg-type]
 
     def __dlpack_device__(self) -> Any:
         """(device type, device id) of the memory: this rank's shard's, for a global tensor."""

@@ -98,7 +98,7 @@ def cell(counts: collections.Counter[str] | None) -> str:
 def markdown(columns: dict[str, dict[str, str]]) -> str:
     """The Markdown table: one row per test file, one column per run."""
     tables = {name: per_file(outcomes) for name, outcomes in columns.items()}
-    files = sorted({f for t in tables.values() for f in t if f != "total"}) + ["total"]
+    files = [*sorted({f for t in tables.values() for f in t if f != "total"}), "total"]
     lines = ["| test file | " + " | ".join(tables) + " |",
              "|---|" + "---|" * len(tables)]
     for f in files:
