@@ -361,6 +361,13 @@ def _inside(pw: Any, x: Any, bounds: Any, which: str) -> Any:
     return keep
 
 
+def _ordered(pw: Any, low: Any, high: Any) -> Any:
+    """``low <= high``: a tensor, or a Python bool for two numbers."""
+    if isinstance(low, Tensor) or isinstance(high, Tensor):
+        return pw.le(low, high)
+    return bool(low <= high)
+
+
 def _clamp_grad(g: Any, operands: Any, out: Any, *, which: str) -> tuple[Any, ...]:
     """The input gets the gradient inside the bounds; a tensor bound where it was applied
     (``min`` where ``x < min``; ``max`` where ``x > max``, and where ``min > max``)."""
@@ -370,15 +377,21 @@ def _clamp_grad(g: Any, operands: Any, out: Any, *, which: str) -> tuple[Any, ..
     x, *bounds = operands
     zero = pw.mul(g, 0)
     grads: list[Any] = [maybe(x, pw.where(_inside(pw, x, bounds, which), g, zero))]
+    both = "min" in which and which.endswith("max")
+    ordered = _ordered(pw, bounds[0], bounds[-1]) if both else True
     if "min" in which:
         low = pw.lt(x, bounds[0])
-        if which.endswith("max"):  # the max wins over a min above it
-            low = pw.logical_and(low, pw.le(bounds[0], bounds[-1]))
+        if ordered is False:  # the max wins over a min above it: the min gets nothing
+            low = pw.logical_and(low, False)
+        elif ordered is not True:
+            low = pw.logical_and(low, ordered)
         grads.append(maybe(bounds[0], pw.where(low, g, zero)))
     if which.endswith("max"):
         high = pw.gt(x, bounds[-1])
-        if "min" in which:
-            high = pw.logical_or(high, pw.gt(bounds[0], bounds[-1]))
+        if ordered is False:
+            high = pw.logical_or(high, True)
+        elif ordered is not True:
+            high = pw.logical_or(high, pw.logical_not(ordered))
         grads.append(maybe(bounds[-1], pw.where(high, g, zero)))
     return tuple(grads)
 
