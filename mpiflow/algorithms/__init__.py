@@ -12,14 +12,25 @@ the kernel the communicator of those axes (``Context.comm``). Planning who sends
   ``all_to_all_v``), :func:`rebalance`, :func:`halo`;
 - :mod:`.scans`: cumulative sums, products, extrema and log-sum-exp;
 - :mod:`.samplesort`: sample sort, stable, to any output counts, with the rows' origins;
-- :mod:`.indexing`: :func:`take` and :func:`put` of rows by global row number.
+- :mod:`.indexing`: :func:`take` and :func:`put` of rows by global row number, and
+  :func:`take_along`/:func:`put_along` of single elements;
+- :mod:`.segments`: an axis made of pieces of another (:func:`assemble`: roll, pad), the
+  adjoint (:func:`scatter_sum`), and :func:`differences` (``diff``: a halo and a rebalance);
+- :mod:`.select`: :func:`compress` (rows a mask marks, balanced), :func:`expand` (its adjoint),
+  :func:`concatenate` (the ranks' parts joined, balanced);
+- :mod:`.moments`: per-part counts, means and squared deviations, combined (``var_mean``).
 """
 
 from .exchange import fetch, gather_counts, halo, rebalance
-from .indexing import put, take
+from .indexing import put, put_along, take, take_along
+from .moments import moments
 from .ranges import FetchPlan, balanced, fetch_plan, offsets, pieces
 from .samplesort import sort
-from .scans import scan
+from .scans import arg_scan, scan
+from .segments import assemble, differences, scatter_sum
+from .select import compress, concatenate, expand
 
-__all__ = ["FetchPlan", "balanced", "fetch", "fetch_plan", "gather_counts", "halo", "offsets",
-           "pieces", "put", "rebalance", "scan", "sort", "take"]
+__all__ = ["FetchPlan", "arg_scan", "assemble", "balanced", "compress", "concatenate",
+           "differences", "expand", "fetch", "fetch_plan", "gather_counts", "halo", "moments",
+           "offsets", "pieces", "put", "put_along", "rebalance", "scan", "scatter_sum", "sort",
+           "take", "take_along"]

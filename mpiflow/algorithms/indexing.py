@@ -5,7 +5,9 @@
 :func:`put` writes rows to global row numbers of an axis laid out as asked: each rank sends
 each row to the owner of its destination (one ``all_to_all_v`` of row numbers, one of rows),
 which adds or stores them. Both move only the rows asked for; no rank ever holds the whole axis.
-They serve fancy indexing, ``take_along_dim``, scatters, the gradient of a sort and the inverse
+:func:`take_along` and :func:`put_along` do the same for single elements (``take_along_dim``
+and its gradient, the gradient of ``cummax``): each column has its own row numbers. They serve
+fancy indexing, ``take_along_dim``, scatters, the gradient of a sort and the inverse
 of ``unique``.
 
 Examples:
@@ -28,7 +30,7 @@ from ..core.array_module import array_module, to_host
 from .exchange import front, unfront
 from .ranges import offsets
 
-__all__ = ["owners", "put", "take"]
+__all__ = ["owners", "put", "put_along", "take", "take_along"]
 
 
 def owners(xp: Any, rows: Any, counts: Sequence[int]) -> Any:
@@ -46,7 +48,8 @@ def _check_rows(xp: Any, rows: Any, n: int, what: str) -> None:
 def _route(xp: Any, comm: Communicator, dest: Any) -> tuple[Any, list[int], list[int]]:
     """Order the items by destination rank: ``(order, send counts, receive counts)``."""
     p = comm.size
-    order = xp.argsort(dest, kind="stable")
+    small = numpy.uint8 if p <= 256 else numpy.uint16 if p <= 1 << 16 else numpy.int64
+    order = xp.argsort(dest.astype(small), kind="stable")  # small ints: numpy's radix sort
     send = [int(c) for c in to_host(xp.bincount(dest, minlength=p))] if dest.size else [0] * p
     recv = xp.empty(p, dtype=numpy.int64)
     comm.all_to_all(xp.asarray(send, dtype=numpy.int64), recv)
@@ -158,3 +161,80 @@ def put(values: Any, comm: Communicator, axis: int, rows: Any, out_counts: Seque
     if target is not out:  # front() made a copy: write it back
         out[...] = unfront(xp, target, axis)
     return out
+
+
+def _columns(xp: Any, array: Any, axis: int) -> Any:
+    """``array`` with ``axis`` first and the other axes flattened: ``(rows, columns)``."""
+    rows = front(xp, array, axis)
+    return rows.reshape(rows.shape[0], math.prod(rows.shape[1:]))  # (-1 fails on 0 rows)
+
+
+def take_along(local: Any, comm: Communicator | None, axis: int, counts: Sequence[int],
+               indices: Any) -> Any:
+    """``take_along_axis`` of a distributed axis: element ``(i, c)`` of the result is element
+    ``(indices[i, c], c)`` of the axis (collective).
+
+    Args:
+        local: this rank's rows along ``axis``.
+        comm: the ranks that hold the axis, in its order (None: ``local`` is all of it).
+        axis: the axis.
+        counts: rows each rank holds.
+        indices: int64 global row numbers, ``local``'s shape but for the extent along
+            ``axis`` (any number of rows, each rank its own).
+
+    Returns:
+        An array of ``indices``' shape and ``local``'s dtype.
+
+    Examples:
+        >>> take_along(numpy.arange(6).reshape(3, 2), None, 0, [3],
+        ...            numpy.array([[2, 0]])).tolist()
+        [[4, 1]]
+    """
+    xp = array_module(local)
+    data = _columns(xp, local, axis)
+    rows = _columns(xp, xp.asarray(indices, dtype=numpy.int64), axis)
+    width = data.shape[1]
+    if rows.shape[1] != width:
+        raise ValueError(f"take_along: indices of shape {tuple(indices.shape)} for an array of "
+                         f"shape {tuple(local.shape)} (they differ beside axis {axis})")
+    # Element (r, c) of the axis is element r * width + c of its row-major flattening, which
+    # is held as counts * width elements per rank: a take of single elements.
+    flat = rows * width + xp.arange(width, dtype=numpy.int64)
+    if comm is None:
+        _check_rows(xp, rows, sum(counts), "take_along")
+        got = data.reshape(-1)[flat]
+    else:
+        got = take(data.reshape(-1), comm, 0, [c * width for c in counts], flat)
+    shape = front(xp, indices, axis).shape
+    return unfront(xp, got.reshape(shape), axis)
+
+
+def put_along(values: Any, comm: Communicator | None, axis: int, indices: Any,
+              out_counts: Sequence[int], out_width_shape: Sequence[int]) -> Any:
+    """The adjoint of :func:`take_along`: zeros laid out as ``out_counts`` along ``axis``, with
+    each element of ``values`` added at row ``indices`` of its column (collective).
+
+    Args:
+        values: this rank's elements; ``indices`` has their shape.
+        comm: the ranks of the destination axis, in its order (None: all local).
+        axis: the axis.
+        indices: int64 global destination rows.
+        out_counts: destination rows each rank holds.
+        out_width_shape: the destination's shape with ``axis`` left out (the columns').
+
+    Returns:
+        This rank's part of the destination: ``out_counts[rank]`` rows along ``axis``.
+    """
+    xp = array_module(values)
+    data = _columns(xp, values, axis)
+    rows = _columns(xp, xp.asarray(indices, dtype=numpy.int64), axis)
+    width = data.shape[1]
+    flat = (rows * width + xp.arange(width, dtype=numpy.int64)).reshape(-1)
+    me = 0 if comm is None else comm.rank
+    if comm is None:
+        _check_rows(xp, rows, sum(out_counts), "put_along")
+        got = xp.zeros(out_counts[0] * width, dtype=values.dtype)
+        xp.add.at(got, flat, data.reshape(-1))
+    else:
+        got = put(data.reshape(-1), comm, 0, flat, [c * width for c in out_counts])
+    return unfront(xp, got.reshape(out_counts[me], *out_width_shape), axis)

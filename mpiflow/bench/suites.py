@@ -23,6 +23,8 @@ anything runs:
   ``all``; without PyTorch its torch columns are left out).
 * ``graph``: :mod:`.graph` (a training step as a replayed ``nn.Graph`` plan beside the eager
   step; named rather than part of ``all``, like ``engine``).
+* ``science``: :mod:`.science` (sorting, statistics, scans, FFT, linear algebra and files on
+  split arrays beside numpy doing the whole job on one process; minutes, so named).
 """
 
 from __future__ import annotations
@@ -163,10 +165,23 @@ def _format_graph(result: Any, markdown: bool) -> str:
     return format_graph(result, markdown)
 
 
+def _run_science(settings: Settings) -> Any:
+    from .science import run_science
+
+    return run_science(settings)
+
+
+def _format_science(result: Any, markdown: bool) -> str:
+    from .science import format_science
+
+    return format_science(result, markdown)
+
+
 OPTIONAL_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("torch", _run_torch, _format_torch, lambda result: result.to_json(), _check_torch),
     Suite("engine", _run_engine, _format_engine, lambda result: result.to_json()),
     Suite("graph", _run_graph, _format_graph, lambda result: result.to_json()),
+    Suite("science", _run_science, _format_science, dict),
 )}
 OPTIONAL_SUITES = tuple(OPTIONAL_RUNNERS)
 """The suites that need an optional dependency: run when named, not with ``all``, last."""

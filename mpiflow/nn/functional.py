@@ -43,6 +43,7 @@ from ..ops.pointwise import gelu as _gelu_erf
 from ..ops.pointwise import relu as _relu
 from ..ops.reduction import amax, mean, sum
 from ..ops.shape import flatten, reshape, squeeze, unsqueeze
+from ..ops.shifts import pad
 from ..ops.softmax import log_softmax as _log_softmax
 from ..ops.softmax import softmax as _softmax
 from ..tensors.creation import arange
@@ -56,7 +57,7 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
     "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
     "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "silu", "softmax", "tanh",
-    "flatten", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout2d",
+    "flatten", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout2d", "pad",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")

@@ -8,14 +8,23 @@ Layouts of global tensors (per mesh axis):
 - basic ``__getitem__``: a split dim indexed by a full slice ``:`` keeps its split, renumbered
   for the dims that ints remove and ``None`` adds; a split dim indexed any other way is
   gathered first; partial layouts stay partial (indexing only selects elements).
-- advanced ``__getitem__``: the input is gathered to ``B`` (partial layouts stay partial) and
-  indexed on every rank. Index tensors that are global are gathered too; local index arrays
-  and tensors must be the same on every rank.
+- advanced ``__getitem__`` with a boolean mask of the leading dims, or with one integer index
+  at one dim (the other entries ``:``/``...``): distributed ops that gather nothing
+  (:mod:`.fancy`): ``x[mask]`` is split along dim 0, balanced; ``x[idx]`` is split as the
+  index (or along that dim, balanced, for an index every rank holds), the rows fetched from
+  their owners.
+- other advanced ``__getitem__``: the input is gathered to ``B`` (partial layouts stay partial)
+  and indexed on every rank. Index tensors that are global are gathered too; local index
+  arrays and tensors must be the same on every rank.
 - basic ``__setitem__``: no communication beyond making ``value`` whole (``B``): each rank
   writes the part of the indexed region inside its shard. On partial axes the rank at
   coordinate 0 writes the value and the others the reduction's identity, so that the
   logical value is numpy's.
-- advanced ``__setitem__``: the whole value is gathered, written, and laid out again.
+- advanced ``__setitem__`` with those two index forms, and a value of one row (mask) or of
+  the indexed region (integer index): the mask, the index and the value are made whole (their
+  size), and each rank writes the rows its shard holds (:mod:`.fancy`); the target never
+  moves. Other advanced ``__setitem__``: the whole value is gathered, written, and laid out
+  again.
 
 Local results of basic indexing share memory with their input (numpy views).
 
@@ -54,6 +63,7 @@ from ..tensors import trace
 from ..tensors.tape import is_grad_enabled, rebind_inplace, record
 from ..tensors.tensor import Tensor, bind
 from .engine import B, Context, OpDef, Signature, apply
+from .fancy import plan, routed_getitem, routed_setitem
 
 __all__ = ["getitem", "setitem"]
 
@@ -268,6 +278,9 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         if input.is_global:
             input, basic = _slice_split_dims(input, basic)
         return apply(GETITEM, input, index=basic)
+    routed = routed_getitem(input, items)  # a mask or one integer index: distributed
+    if routed is not None:
+        return routed
     return apply(INDEX, input, index=_advanced_parts(items, input.is_global))
 
 
@@ -426,8 +439,12 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
 def _setitem(target: Tensor, index: Any, value: Any) -> None:
     items = tuple(_entry(item) for item in _as_tuple(index))
     basic = all(_is_basic(item) for item in items)
-    key = expand_basic(items, tuple(target.shape)) if basic else \
-        _advanced_parts(items, target.is_global)
+    if basic:
+        key = expand_basic(items, tuple(target.shape))
+    elif target.is_global and plan(tuple(target.shape), items) is not None:
+        key = items  # a mask or one integer index: index tensors stay where they are
+    else:
+        key = _advanced_parts(items, target.is_global)
     if is_grad_enabled() and (target.requires_grad or (isinstance(value, Tensor)
                                                        and value.requires_grad)):
         value = _record_setitem(target, key, value)
@@ -438,8 +455,8 @@ def _setitem(target: Tensor, index: Any, value: Any) -> None:
         target._data[(*key, Ellipsis) if basic else key] = data
     elif basic:
         _set_basic_global(target, key, value)
-    else:
-        _set_gathered(target, key, value)
+    elif not routed_setitem(target, key, value):
+        _set_gathered(target, _advanced_parts(key, True), value)
     target._version += 1
 
 

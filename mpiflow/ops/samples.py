@@ -554,6 +554,8 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 #: op name -> why it has no samples (none so far: every op is swept).
 UNSAMPLED: dict[str, str] = {}
 
-from .samples_more import SAMPLES as _MORE  # noqa: E402 - after SAMPLES
+from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
+from .samples_more import SAMPLES as _MORE  # noqa: E402 - more elementwise ops, slices
 
+SAMPLES.update(_INDEXING)
 SAMPLES.update(_MORE)

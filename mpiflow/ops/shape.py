@@ -10,7 +10,8 @@ reduction stays partial (``P -> P``). Split layouts, per mesh axis:
   hold exactly the same elements: the dims before ``d`` and before ``d'`` have the same
   number of elements and the balanced shard boundaries of ``d`` and ``d'`` coincide, for
   every mesh axis size and every nesting of them (the check is concrete). Otherwise the
-  engine gathers that axis to ``B`` first.
+  flat row-major order is re-chunked (:mod:`.rechunk`: one all-to-all, the result split
+  along the output's first dim of extent > 1, balanced); nothing is gathered.
 - ``squeeze``/``unsqueeze``/``stack``: a split dim keeps its split, renumbered.
 - ``cat``/``split``/``chunk``/``flip``: a split on any dim but the one concatenated, cut
   or flipped is kept; a split on that dim is gathered first.
@@ -48,6 +49,7 @@ from ..tensors.tape import record
 from ..tensors.tensor import Tensor, bind
 from .engine import Context, OpDef, Signature, apply
 from .layout_rules import keep_partial, wrap_dim
+from .rechunk import rechunk
 
 __all__ = [
     "reshape", "view", "flatten", "transpose", "swapaxes", "permute", "t", "squeeze",
@@ -179,11 +181,13 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         return apply(RESHAPE, input, size=size, mesh=())
     mesh = input.placement.mesh_shape
     splits = [s.dim for s in input.sbp if isinstance(s, Split)]
-    if len(splits) > 1 and not set(splits) <= set(reshape_split_map(tuple(input.shape), size,
-                                                                     mesh)):
-        kept = same_runs_layout(tuple(input.shape), size, mesh, tuple(input.sbp))
-        if kept is not None:
-            return _reshape_in_place(input, size, kept)
+    if splits and not set(splits) <= set(reshape_split_map(tuple(input.shape), size, mesh)):
+        if len(splits) > 1:
+            kept = same_runs_layout(tuple(input.shape), size, mesh, tuple(input.sbp))
+            if kept is not None:
+                return _reshape_in_place(input, size, kept)
+        if input.numel() > 1:  # a split that no output split matches: re-chunk, not gather
+            return rechunk(input, size)
     return apply(RESHAPE, input, size=size, mesh=mesh)
 
 

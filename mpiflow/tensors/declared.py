@@ -47,6 +47,10 @@ class BoundMethods:
     def vdot(self, other: Self) -> Self:
         """The dot product of two 1-D tensors, conjugating the first (as ``torch.vdot``)."""
 
+    # mpiflow.ops.gathers
+    def take_along_dim(self, indices: Self, dim: builtins.int | None = None) -> Self:
+        """Values of ``input`` at ``indices`` along ``dim`` (torch's ``take_along_dim``)."""
+
     # mpiflow.ops.indexing
     def __getitem__(self, index: Any) -> Self:
         """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
@@ -129,6 +133,16 @@ class BoundMethods:
         """``self = mul(self, other)`` in place; returns self."""
     def sub_(self, other: Any, **kwargs: Any) -> Self:
         """``self = sub(self, other, alpha=...)`` in place; returns self."""
+
+    # mpiflow.ops.moments
+    def corrcoef(self) -> Self:
+        """The Pearson correlation coefficients of the variables (rows) of ``input`` (torch's
+        ``corrcoef``): ``cov`` divided by the outer product of the deviations, clipped to ``[-1,
+        1]``."""
+    def cov(self, *, correction: builtins.int = 1, fweights: Self | None = None,
+            aweights: Self | None = None) -> Self:
+        """The covariance matrix of the variables (rows) of ``input`` over its observations
+        (columns), torch's ``cov``."""
 
     # mpiflow.ops.pointwise
     def __abs__(self) -> Self:
@@ -453,8 +467,25 @@ class BoundMethods:
         """The variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``."""
 
     # mpiflow.ops.scans
+    def cummax(self, dim: builtins.int) -> Any:
+        """The running maximum along ``dim`` and where it was reached (torch's ``cummax``)."""
+    def cummin(self, dim: builtins.int) -> Any:
+        """The running minimum along ``dim`` and where it was reached (torch's ``cummin``; see
+        :func:`cummax`)."""
+    def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Self:
+        """Running products along ``dim``; bool and integers give int64 unless ``dtype`` is
+        given."""
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Self:
         """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given."""
+    def logcumsumexp(self, dim: builtins.int) -> Self:
+        """``log(cumsum(exp(input)))`` along ``dim``, computed without overflow."""
+
+    # mpiflow.ops.selection
+    def masked_select(self, mask: Self) -> Self:
+        """The elements of ``input`` where ``mask`` is true, as a 1-D tensor (torch's
+        ``masked_select``; the two broadcast together)."""
+    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
+        """The indices of the non-zero elements of ``input`` (torch's ``nonzero``)."""
 
     # mpiflow.ops.shape
     @property
@@ -482,6 +513,14 @@ class BoundMethods:
         """``input`` with a new size-1 dim at position ``dim`` (negative: from the end)."""
     def view(self, *shape: Any) -> Self:
         """``input`` with a new shape of the same number of elements; one extent may be -1."""
+
+    # mpiflow.ops.shifts
+    def diff(self, n: builtins.int = 1, dim: builtins.int = -1, prepend: Self | None = None,
+             append: Self | None = None) -> Self:
+        """The ``n``-th forward differences along ``dim`` (torch's ``diff``)."""
+    def roll(self, shifts: builtins.int | Sequence[builtins.int],
+             dims: builtins.int | Sequence[builtins.int] | None = None) -> Self:
+        """``input`` rotated by ``shifts`` along ``dims`` (torch's ``roll``)."""
 
     # mpiflow.ops.softmax
     def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Self:

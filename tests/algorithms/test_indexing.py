@@ -6,7 +6,7 @@ import numpy
 import pytest
 from numpy.testing import assert_array_equal
 
-from mpiflow.algorithms import put, take
+from mpiflow.algorithms import put, put_along, take, take_along
 from mpiflow.algorithms.ranges import balanced, offsets
 from mpiflow.communication.mpi.group import world_comm as comm
 
@@ -69,3 +69,27 @@ def test_put_into_an_existing_part_along_axis_1() -> None:
     want = numpy.ones((2, n))
     want[:, n - 1] += 5.0 * SIZE
     assert_array_equal(out, want[:, _part(counts)])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_take_along_and_put_along_are_numpy_s_and_adjoint(axis: int) -> None:
+    n = 3 * SIZE + 1
+    whole = numpy.arange(n * 3.0).reshape(n, 3) if axis == 0 else \
+        numpy.arange(n * 3.0).reshape(3, n)
+    counts = balanced(n, SIZE)
+    local = whole[_part(counts)] if axis == 0 else whole[:, _part(counts)]
+    m = 2 * SIZE + 1  # each rank its own rows of the indices, any number
+    all_idx = numpy.random.default_rng(0).integers(0, n, (m, 3) if axis == 0 else (3, m))
+    mine = _part(balanced(m, SIZE))
+    idx = all_idx[mine] if axis == 0 else all_idx[:, mine]
+    got = take_along(local, comm, axis, counts, idx)
+    want = numpy.take_along_axis(whole, all_idx, axis=axis)
+    assert_array_equal(got, want[mine] if axis == 0 else want[:, mine])
+    g = numpy.ones(idx.shape)
+    back = put_along(g, comm, axis, idx, counts, (3,))
+    whole_back = numpy.zeros_like(whole)
+    for c in range(3):  # the count of times each element was taken
+        col = all_idx[:, c] if axis == 0 else all_idx[c]
+        numpy.add.at(whole_back[:, c] if axis == 0 else whole_back[c], col, 1.0)
+    assert_array_equal(back, whole_back[_part(counts)] if axis == 0 else
+                       whole_back[:, _part(counts)])

@@ -130,9 +130,58 @@ def test_split_dims_indexed_otherwise_are_gathered() -> None:
     x = make(a, S0)
     assert_array_equal(x[1:-1:2].numpy(), a[1:-1:2])
     assert_array_equal(x[-1].numpy(), a[-1])
-    g = make(a, S0)[flow.tensor([0, N - 1], placement=ALL, sbp=B)]   # a global index tensor
-    assert_array_equal(g.numpy(), a[[0, N - 1]])
-    assert_array_equal(x[make(a, S1) > 0].numpy(), a[a > 0])
+
+
+def _gathers(calls: Any) -> int:
+    return calls.get("all_gather", 0) + calls.get("all_gather_v", 0)
+
+
+@pytest.mark.mpi
+def test_masks_and_integer_indices_of_a_split_dim_gather_nothing() -> None:
+    a = full((N, 4))
+    x = make(a, S0)
+    index = flow.tensor([0, N - 1, -2, 1], placement=ALL, sbp=B)  # a global index tensor
+    with count_collectives() as calls:
+        g = x[index]                       # rows fetched from their owners, split like x
+    assert _gathers(calls) == 0, calls
+    assert g.sbp == (S0,) or SIZE == 1  # (at one rank every layout is free: any may win)
+    assert_array_equal(g.numpy(), a[[0, N - 1, -2, 1]])
+    split_index = flow.tensor(numpy.arange(N)[::-1].copy(), placement=ALL, sbp=S0)
+    assert_array_equal(x[split_index].numpy(), a[::-1])
+    assert x[split_index].sbp == (S0,)
+    assert_array_equal(make(a, S1)[..., [3, 0]].numpy(), a[..., [3, 0]])
+    mask = x > 0
+    with count_collectives() as calls:
+        m = x[mask]                        # each rank's own selection, counted, rebalanced
+    assert m.sbp == (S0,) and _gathers(calls) <= 1, calls   # (the counts' all-gather)
+    assert set(calls) <= {"all_reduce", "all_gather", "all_to_all_v"}, calls
+    assert_array_equal(m.numpy(), a[a > 0])
+    assert_array_equal(x[make(a, S1) > 0].numpy(), a[a > 0])   # the mask converted to S(0)
+    rows = a[:, 0] > 0
+    assert_array_equal(x[flow.tensor(rows, placement=ALL, sbp=S0)].numpy(), a[rows])
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[flow.tensor([0, N], placement=ALL, sbp=S0)]         # raised on every rank
+    with pytest.raises(IndexError, match="shape of the mask"):
+        x[flow.tensor(numpy.ones(N + 1, bool), placement=ALL, sbp=B)]
+
+
+@pytest.mark.mpi
+def test_masked_and_indexed_assignments_write_where_the_rows_lie() -> None:
+    a = full((N, 4))
+    for sbp in (S0, S1, P):
+        x, want = make(a, sbp), a.copy()
+        with count_collectives() as calls:
+            x[x > 3] = -1.0
+            x[[0, N - 1, 0]] = flow.tensor([[1.0, 2.0, 3.0, 4.0]] * 3)
+        assert _gathers(calls) == 0 or sbp != S0, (sbp, calls)
+        want[want > 3] = -1.0
+        want[[0, N - 1, 0]] = [1.0, 2.0, 3.0, 4.0]
+        x[:, [1]] = make(numpy.full((N, 1), 9.0), S0)   # a global value, made whole
+        want[:, [1]] = 9.0
+        x[numpy.arange(N) % 2 == 0] = numpy.arange(4.0)
+        want[numpy.arange(N) % 2 == 0] = numpy.arange(4.0)
+        assert x.sbp == (sbp,)
+        assert_array_equal(x.numpy(), want, err_msg=str(sbp))
 
 
 # -- global setitem ----------------------------------------------------------------------------
@@ -172,7 +221,7 @@ def test_global_setitem_with_tensor_values(sbp: Any) -> None:
     want[:, 2] = v
     x[1:3] = flow.tensor(numpy.arange(5.0))    # a local value, the same on every rank
     want[1:3] = numpy.arange(5.0)
-    x[x > 4] = 0.0                             # advanced: gathered, written, laid out again
+    x[x > 4] = 0.0                             # a mask: written where the rows lie
     want[want > 4] = 0.0
     x[[0, -1], 1] = make(numpy.array([7.0, 8.0]), P)
     want[[0, -1], 1] = [7.0, 8.0]
@@ -225,3 +274,26 @@ def test_two_dimensional_mesh(sbp: tuple[Any, ...]) -> None:
         want[index] = value
     assert x.sbp == sbp
     assert_array_equal(x.numpy(), want)
+
+
+@pytest.mark.mpi
+def test_gradients_through_masked_and_indexed_assignments_of_split_tensors() -> None:
+    import torch
+
+    a = full((N, 3))
+    for sbp in (S0, S1):
+        x = make(a, sbp).requires_grad_()
+        v = make(numpy.array([1.0, 2.0, 3.0]), B).requires_grad_()
+        y = x * 2
+        y[y[:, 0] > 0] = v
+        y[[0, -1]] = v * 3
+        (y * make(a, sbp)).sum().backward()
+        t = torch.tensor(a, requires_grad=True)
+        tv = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+        ty = t * 2
+        ty[ty[:, 0] > 0] = tv
+        ty[[0, -1]] = tv * 3
+        (ty * torch.tensor(a)).sum().backward()
+        assert_array_equal(y.numpy(), ty.detach().numpy())
+        assert_array_equal(x.grad.numpy(), t.grad.numpy())
+        assert_array_equal(v.grad.numpy(), tv.grad.numpy())

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy
 import pytest
-from global_helpers import ALL, S0, S1, S2, SIZE, B, N, P, full, make
+from global_helpers import ALL, RANK, S0, S1, S2, SIZE, B, N, P, full, make
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
@@ -189,10 +189,12 @@ def test_reshape_keeps_a_split_only_where_shards_coincide() -> None:
     assert y.sbp == (S0,)
     assert_array_equal(y.numpy(), a.reshape(-1))
     b = full((2 * SIZE + 1, 4))
-    z = make(b, S0).reshape(-1)            # uneven rows: gathered where k > 1
+    with count_collectives() as calls:
+        z = make(b, S0).reshape(-1)        # uneven rows: re-chunked (one fetch), not gathered
     assert_array_equal(z.numpy(), b.reshape(-1))
-    if SIZE > 1:
-        assert z.sbp == (B,)
+    assert z.sbp == (S0,)
+    assert dict(calls) == ({"all_to_all_v": 1} if SIZE > 1 else {})
+    assert z.to_local().shape[0] == len(numpy.array_split(b.reshape(-1), SIZE)[RANK])
     w = make(b, S1).reshape(2 * SIZE + 1, 2, 2)  # a split inner dim: its own output dim
     assert_array_equal(w.numpy(), b.reshape(-1, 2, 2))
 
