@@ -30,6 +30,7 @@ from .communication import watchdog as _watchdog  # noqa: E402
 _watchdog.start()  # collective: every rank imports mpiflow at the same point
 
 from . import (  # noqa: E402
+    array_api,  # noqa: F401 - flow.array_api; binds Tensor.__array_namespace__
     autograd,
     comm,
     distributed,

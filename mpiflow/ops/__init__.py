@@ -4,7 +4,10 @@ layout rules side by side), exposed as functions and as Tensor methods."""
 from ..tensors import (  # noqa: F401 - binds the conversions (to_global, ...) the ops rely on
     conversion as _layout,
 )
-from . import methods  # noqa: F401 - binds the operators and the pointwise methods
+from . import (
+    methods,  # noqa: F401 - binds the operators and the pointwise methods
+    slicing,  # noqa: F401 - the slice ops (getitem's, of split dims)
+)
 from .conv import conv2d
 from .deterministic_sum import nansum, vdot
 from .distance import cdist
@@ -21,6 +24,8 @@ from .moments import *  # noqa: F403
 from .moments import __all__ as _moments_all
 from .pointwise import *  # noqa: F403
 from .pointwise import __all__ as _pointwise_all
+from .pointwise_more import *  # noqa: F403
+from .pointwise_more import __all__ as _pointwise_more_all
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
@@ -37,7 +42,8 @@ from .softmax import __all__ as _softmax_all
 from .sorting import *  # noqa: F403
 from .sorting import __all__ as _sorting_all
 
-__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_reduction_all, *_softmax_all,
+__all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_pointwise_more_all,
+           *_reduction_all, *_softmax_all,
            *_linalg_all, *_shape_all, *_join_all, *_scans_all, *_sorting_all,
            *_indexing_all, *_gathers_all, *_shifts_all, *_moments_all, *_selection_all,
            "cdist", "conv2d", "max_pool2d", "avg_pool2d"]

@@ -48,6 +48,7 @@ Examples:
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy
@@ -78,11 +79,16 @@ def _as_tuple(index: Any) -> tuple[Any, ...]:
 
 
 def _entry(item: Any) -> Any:
-    """One index entry with 0-d integer tensors and numpy integers turned into ints."""
+    """One index entry with 0-d integer tensors and numpy integers turned into ints (also as
+    the bounds and step of a slice)."""
     if isinstance(item, Tensor) and item.ndim == 0 and item.dtype.numpy.kind in "iu":
         return int(item)  # collective for a global index tensor, as every global op
     if isinstance(item, numpy.integer):
         return int(item)
+    if isinstance(item, slice) and not all(v is None or type(v) is int
+                                           for v in (item.start, item.stop, item.step)):
+        return slice(*(None if v is None else operator.index(v)
+                       for v in (item.start, item.stop, item.step)))
     return item
 
 
@@ -268,11 +274,39 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     """
     items = tuple(_entry(item) for item in _as_tuple(index))
     if all(_is_basic(item) for item in items):
-        return apply(GETITEM, input, index=expand_basic(items, tuple(input.shape)))
+        basic = expand_basic(items, tuple(input.shape))
+        if input.is_global:
+            input, basic = _slice_split_dims(input, basic)
+        return apply(GETITEM, input, index=basic)
     routed = routed_getitem(input, items)  # a mask or one integer index: distributed
     if routed is not None:
         return routed
     return apply(INDEX, input, index=_advanced_parts(items, input.is_global))
+
+
+def _slice_split_dims(input: Tensor, index: Basic) -> tuple[Tensor, Basic]:
+    """Each split dim that ``index`` does not take whole, sliced where it lies first
+    (:mod:`.slicing`: only the selected rows move); the index left for the rest: ``:`` for a
+    sliced dim, 0 for an int's (the row it kept)."""
+    from .slicing import slice_dim
+
+    split = {s.dim for s in input.sbp if isinstance(s, Split)}
+    out: list[int | slice | None] = []
+    dim = 0
+    for item in index:
+        if item is None:
+            out.append(None)
+            continue
+        if dim in split and item != _FULL:
+            if isinstance(item, slice):
+                input = slice_dim(input, dim, item)
+                item = _FULL
+            else:
+                input = slice_dim(input, dim, slice(item, item + 1))
+                item = 0
+        out.append(item)
+        dim += 1
+    return input, tuple(out)
 
 
 # -- setitem -------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Ops that join and cut tensors along a dim: cat, stack, split, chunk (narrow).
 
 Layout rules, per mesh axis: a split on any dim but the one concatenated or cut is kept
-(``stack``'s renumbered); a split on that dim is gathered first; partial layouts stay partial
+(``stack``'s renumbered); ``cat`` of inputs split along its dim stays split (each rank fetches
+its part of the result, no gather); other splits of that dim are gathered first; partial
+layouts stay partial
 (``P -> P``). ``cat`` and ``stack`` copy; each piece of ``split``/``chunk`` is one ``narrow`` op,
 a view where the array module allows it. Gradients: ``cat`` and ``stack`` hand each input its
 slice of the gradient, and each ``narrow`` puts its gradient into its slice of zeros.
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy
 
 from ..layouts.sbp import Split
 from ..tensors.tensor import Tensor, bind
@@ -48,7 +52,40 @@ def _cat_layouts(*shapes: Shape, dim: int) -> list[Signature]:
 
 
 def _cat_kernel(ctx: Context, *arrays: Any, dim: int) -> Any:
+    if ctx.comm is not None:
+        return _cat_split(ctx, arrays, dim)
     return ctx.xp.concatenate([a.astype(ctx.out_dtype, copy=False) for a in arrays], axis=dim)
+
+
+def _cat_along(*shapes: Shape, dim: int) -> list[Signature]:
+    return [((Split(dim),) * len(shapes), Split(dim))]
+
+
+def _cat_split(ctx: Context, arrays: Sequence[Any], dim: int) -> Any:
+    """``cat`` along a split dim: each rank fetches its balanced part of the result from the
+    inputs' parts that overlap it (one ``all_to_all_v`` per input that has rows, after one
+    all-gather of every input's row count)."""
+    from ..algorithms import fetch, offsets
+
+    assert ctx.out_sbp is not None and ctx.comm is not None
+    xp, comm = ctx.xp, ctx.comm
+    mine = numpy.array([a.shape[dim] for a in arrays], dtype=numpy.int64)
+    everyone = numpy.empty((comm.size, len(arrays)), dtype=numpy.int64)
+    comm.all_gather(mine, everyone.reshape(-1))
+    bounds = offsets(ctx.extents(ctx.global_shape, ctx.out_sbp, dim))
+    pieces, first = [], 0
+    for i, a in enumerate(arrays):
+        counts = [int(c) for c in everyone[:, i]]
+        last = first + sum(counts)
+        wants = [[(max(bounds[r], first) - first, min(bounds[r + 1], last) - first)]
+                 if max(bounds[r], first) < min(bounds[r + 1], last) else []
+                 for r in range(comm.size)]
+        if last > first:
+            pieces.append(fetch(a.astype(ctx.out_dtype, copy=False), comm, dim, counts, wants))
+        first = last
+    if not pieces:
+        return xp.empty(ctx.out_shape, dtype=ctx.out_dtype)
+    return xp.concatenate(pieces, axis=dim) if len(pieces) > 1 else pieces[0]
 
 
 def _cat_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int) -> tuple[Tensor, ...]:
@@ -61,7 +98,8 @@ def _cat_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int) -> tuple[Tenso
     return tuple(grads)
 
 
-CAT = OpDef("cat", _cat_kernel, _cat_shape, _cat_layouts, grad=_cat_grad)
+CAT = OpDef("cat", _cat_kernel, _cat_shape, _cat_layouts, grad=_cat_grad,
+            collective=_cat_along)
 
 
 def _tensor_list(tensors: Sequence[Tensor], name: str) -> list[Tensor]:

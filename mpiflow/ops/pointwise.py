@@ -109,15 +109,16 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor)."""
-    if min is None and max is None:
-        raise ValueError("clamp needs min, max or both")
-    out = input
-    if min is not None:
-        out = maximum(out, min)
-    if max is not None:
-        out = minimum(out, max)
-    return out
+    """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor,
+    broadcasting); where ``min > max`` the result is ``max``, as in PyTorch.
+
+    Examples:
+        >>> flow.clamp(flow.tensor([-2.0, 0.5, 3.0]), min=-1.0, max=flow.tensor(1.0)).tolist()
+        [-1.0, 0.5, 1.0]
+    """
+    from .pointwise_more import clamp_bounds
+
+    return clamp_bounds(input, min, max)
 
 
 clip = clamp

@@ -77,6 +77,13 @@ def _bool_of(*dtypes: numpy.dtype, **_: Any) -> numpy.dtype:
     return numpy.dtype(bool)
 
 
+def _magnitude_of(dtype: numpy.dtype, **_: Any) -> numpy.dtype:
+    """``abs``: a complex dtype's real counterpart (as PyTorch), any other dtype itself."""
+    if dtype.kind == "c":
+        return numpy.dtype(numpy.float32 if dtype == numpy.complex64 else numpy.float64)
+    return dtype
+
+
 def _floating(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``fn`` in floating point: integer inputs become float32, as in PyTorch."""
 
@@ -266,7 +273,7 @@ UNARY: dict[str, OpDef] = {
     op.name: op
     for op in [
         _unary("neg", lambda xp, a: xp.negative(a), linear=True),
-        _unary("abs", lambda xp, a: xp.abs(a)),
+        _unary("abs", lambda xp, a: xp.abs(a), dtype=_magnitude_of),
         _unary("sign", lambda xp, a: xp.sign(a)),
         _unary("exp", lambda xp, a: xp.exp(a), floating=True),
         _unary("expm1", lambda xp, a: xp.expm1(a), floating=True),

@@ -95,9 +95,24 @@ def _sum_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, count: int |
 SUM = OpDef("sum", _sum_kernel, reduced_shape, linear_layouts, integral_to_long, _sum_grad)
 MEAN = OpDef("mean", _sum_kernel, reduced_shape, linear_layouts,
              lambda dtype, *, out=None, **_: dtype if out is None else out, _sum_grad)
-PROD = OpDef("prod", lambda ctx, a, *, dims, keepdim, **_: ctx.xp.prod(
-    a, axis=dims, keepdims=keepdim, dtype=accumulator(ctx.out_dtype)),
-    reduced_shape, kept_splits, integral_to_long, _prod_grad)
+def _prod_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, **_: Any) -> Any:
+    out = ctx.xp.asarray(ctx.xp.prod(a, axis=dims, keepdims=keepdim,
+                                     dtype=accumulator(ctx.out_dtype)))
+    if ctx.comm is not None:  # a split reduced dim: the product of the ranks' products
+        from ..communication import ReduceOp
+
+        out = out.astype(ctx.out_dtype, copy=True)  # (contiguous, 0-d stays 0-d)
+        ctx.comm.all_reduce(out, ReduceOp.PRODUCT)
+    return out
+
+
+def _reduced_splits(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
+    """A split reduced dim, finished by a collective to a broadcast result."""
+    return [((Split(d),), B) for d in dims]
+
+
+PROD = OpDef("prod", _prod_kernel, reduced_shape, kept_splits, integral_to_long, _prod_grad,
+             collective=_reduced_splits)
 
 
 def sum(input: Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Any = None
@@ -196,8 +211,47 @@ def _extreme_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, largest:
 def _arg_kernel(ctx: Context, a: Any, *, dims: Dims, keepdim: bool, largest: bool,
                 **_: Any) -> Any:
     """Indices along one dim, or into the flattened input where ``dims`` are all of them."""
+    if ctx.comm is not None:
+        return _arg_split(ctx, a, dims[0], keepdim, largest)
     find = ctx.xp.argmax if largest else ctx.xp.argmin
     return find(a, axis=dims[0], keepdims=keepdim) if len(dims) == 1 else find(a)
+
+
+def _arg_along(shape: Shape, *, dims: Dims, **_: Any) -> list[Signature]:
+    return [((Split(dims[0]),), B)] if len(dims) == 1 and shape else []
+
+
+def _arg_split(ctx: Context, a: Any, d: int, keepdim: bool, largest: bool) -> Any:
+    """argmax/argmin along a split dim: each rank's winner and its global index, all-gathered
+    (a few numbers per output element and rank), then the first winner in rank order (NaN
+    wins, as in numpy)."""
+    from ..algorithms import gather_counts, offsets
+
+    xp, comm = ctx.xp, ctx.comm
+    assert comm is not None
+    counts = gather_counts(comm, a.shape[d])
+    shape = list(a.shape)
+    shape[d] = 1
+    if a.shape[d]:
+        index = (ctx.xp.argmax if largest else ctx.xp.argmin)(a, axis=d, keepdims=True)
+        value = xp.take_along_axis(a, index, axis=d)
+        index = index.astype(numpy.int64) + offsets(counts)[comm.rank]
+    else:
+        index = xp.zeros(shape, dtype=numpy.int64)
+        value = xp.zeros(shape, dtype=a.dtype)
+    values = xp.empty((comm.size, *shape), dtype=a.dtype)
+    indices = xp.empty((comm.size, *shape), dtype=numpy.int64)
+    comm.all_gather(xp.ascontiguousarray(value), values)
+    comm.all_gather(xp.ascontiguousarray(index), indices)
+    ranks = [r for r, c in enumerate(counts) if c]
+    best_v, best_i = values[ranks[0]], indices[ranks[0]]
+    for r in ranks[1:]:
+        v = values[r]
+        beats = (v > best_v) if largest else (v < best_v)
+        if v.dtype.kind in "fc":  # NaN wins; the first one found stays
+            beats = (beats & ~xp.isnan(best_v)) | (xp.isnan(v) & ~xp.isnan(best_v))
+        best_v, best_i = xp.where(beats, v, best_v), xp.where(beats, indices[r], best_i)
+    return best_i if keepdim else xp.squeeze(best_i, axis=d)
 
 
 def _extreme_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, keepdim: bool,
@@ -252,9 +306,10 @@ EXTREME_AT = {True: OpDef("max", _extreme_kernel, reduced_shape, extreme_layouts
                           grad=_extreme_at_grad),
               False: OpDef("min", _extreme_kernel, reduced_shape, extreme_layouts,
                            grad=_extreme_at_grad)}
-# Indices need the whole reduced dim on each rank: the layout rule has no split of it.
+# Indices along a split dim: each rank's winner, then the first winner of all (collective).
 ARG_EXTREME = {largest: OpDef(name, _arg_kernel, reduced_shape, kept_splits,
-                              lambda *_, **__: numpy.dtype(numpy.int64))
+                              lambda *_, **__: numpy.dtype(numpy.int64),
+                              collective=_arg_along)
                for largest, name in ((True, "argmax"), (False, "argmin"))}
 
 

@@ -555,5 +555,7 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 UNSAMPLED: dict[str, str] = {}
 
 from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
+from .samples_more import SAMPLES as _MORE  # noqa: E402 - more elementwise ops, slices
 
 SAMPLES.update(_INDEXING)
+SAMPLES.update(_MORE)

@@ -450,14 +450,40 @@ def _flip_layouts(shape: Shape, *, dims: Shape) -> list[Signature]:
 
 
 def _flip_kernel(ctx: Context, a: Any, *, dims: Shape) -> Any:
+    if ctx.comm is not None:
+        a = _flip_split(ctx, a, dims)
     return ctx.xp.flip(a, axis=dims).copy() if dims else a.copy()
+
+
+def _flip_along(shape: Shape, *, dims: Shape) -> list[Signature]:
+    return [((Split(d),), Split(d)) for d in dims]
+
+
+def _flip_split(ctx: Context, a: Any, dims: Shape) -> Any:
+    """Along the split dim of the flipped ones, each rank first fetches the rows that its
+    part of the result mirrors (one ``all_to_all_v``), in order: the local flip reverses
+    them."""
+    from ..algorithms import fetch, offsets
+
+    assert ctx.out_sbp is not None and ctx.comm is not None
+    split = [s.dim for axis, s in enumerate(ctx.out_sbp)
+             if axis in ctx.comm_axes and isinstance(s, Split)]
+    if len(set(split)) > 1:
+        raise NotImplementedError("flip along two split dims of one tensor: flip one, then "
+                                  "the other")
+    d = split[0]
+    counts = ctx.extents(ctx.global_shape, ctx.out_sbp, d)
+    n, bounds = sum(counts), offsets(counts)
+    wants = [[(n - bounds[r + 1], n - bounds[r])] for r in range(len(counts))]
+    return fetch(a, ctx.comm, d, counts, wants)
 
 
 def _flip_grad(g: Tensor, operands: Any, out: Tensor, *, dims: Shape) -> tuple[Tensor]:
     return (apply(FLIP, g, dims=dims),)
 
 
-FLIP = OpDef("flip", _flip_kernel, lambda shape, **_: shape, _flip_layouts, grad=_flip_grad)
+FLIP = OpDef("flip", _flip_kernel, lambda shape, **_: shape, _flip_layouts, grad=_flip_grad,
+             collective=_flip_along)
 
 
 def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:

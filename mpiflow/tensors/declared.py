@@ -26,6 +26,17 @@ __all__ = ["BoundMethods"]
 class BoundMethods:
     """The methods bound to Tensor by the layers above it, declared."""
 
+    # mpiflow.array_api.array_object
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The array API namespace of mpiflow's tensors, :mod:`mpiflow.array_api` (local and global
+        tensors alike)."""
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Self:
+        """This array on ``device``: "cpu"/"cuda" change the memory kind (the layout kept); a
+        placement, or a global array's ``.device``, lays the value out there by the default rule (a
+        local array: each rank keeps its part of it); a local array's ``.device`` gives a global
+        array's whole value on every rank (collective). The array itself where it is there
+        already."""
+
     # mpiflow.autograd.graph
     def backward(self, gradient: Self | None = None, retain_graph: builtins.bool = False) -> None:
         """Compute the gradients of ``tensor`` with respect to every leaf that requires grad."""
@@ -187,9 +198,11 @@ class BoundMethods:
     def ceil(self) -> Self:
         """Elementwise ``ceil``."""
     def clamp(self, min: Any = None, max: Any = None) -> Self:
-        """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor)."""
+        """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor,
+        broadcasting); where ``min > max`` the result is ``max``, as in PyTorch."""
     def clip(self, min: Any = None, max: Any = None) -> Self:
-        """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor)."""
+        """Limit ``input`` to ``[min, max]`` (either bound may be None, a number or a tensor,
+        broadcasting); where ``min > max`` the result is ``max``, as in PyTorch."""
     def clone(self) -> Self:
         """A copy of ``input`` with its own memory and the same layout."""
     def copy_(self, value: Any) -> Self:
@@ -296,6 +309,121 @@ class BoundMethods:
         """``input`` where ``condition`` holds, else ``other`` (broadcasting)."""
     def zero_(self) -> Self:
         """Set every element of ``target`` to zero."""
+
+    # mpiflow.ops.pointwise_more
+    def __iand__(self, other: Any) -> Self:
+        """``self = bitwise_and(self, other)`` in place (in self's dtype)."""
+    def __ifloordiv__(self, other: Any) -> Self:
+        """``self = floor_divide(self, other)`` in place (in self's dtype)."""
+    def __ilshift__(self, other: Any) -> Self:
+        """``self = bitwise_left_shift(self, other)`` in place (in self's dtype)."""
+    def __imod__(self, other: Any) -> Self:
+        """``self = remainder(self, other)`` in place (in self's dtype)."""
+    def __ior__(self, other: Any) -> Self:
+        """``self = bitwise_or(self, other)`` in place (in self's dtype)."""
+    def __irshift__(self, other: Any) -> Self:
+        """``self = bitwise_right_shift(self, other)`` in place (in self's dtype)."""
+    def __ixor__(self, other: Any) -> Self:
+        """``self = bitwise_xor(self, other)`` in place (in self's dtype)."""
+    def __lshift__(self, other: Any) -> Self:
+        """``input << other`` for integers."""
+    def __rlshift__(self, other: Any) -> Self:
+        """``other << self``: the reflected operator."""
+    def __rrshift__(self, other: Any) -> Self:
+        """``other >> self``: the reflected operator."""
+    def __rshift__(self, other: Any) -> Self:
+        """``input >> other`` for integers (arithmetic for signed ones)."""
+    def acos(self) -> Self:
+        """Elementwise arc cosine (radians); integers give float32."""
+    def acosh(self) -> Self:
+        """Elementwise inverse hyperbolic cosine."""
+    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
+        """Whether :func:`isclose` holds everywhere: a Python bool."""
+    def angle(self) -> Self:
+        """The argument of complex values; 0 or pi for real ones."""
+    def arccos(self) -> Self:
+        """Elementwise arc cosine (radians); integers give float32."""
+    def arccosh(self) -> Self:
+        """Elementwise inverse hyperbolic cosine."""
+    def arcsin(self) -> Self:
+        """Elementwise arc sine (radians)."""
+    def arcsinh(self) -> Self:
+        """Elementwise inverse hyperbolic sine."""
+    def arctan(self) -> Self:
+        """Elementwise arc tangent (radians)."""
+    def arctanh(self) -> Self:
+        """Elementwise inverse hyperbolic tangent."""
+    def asin(self) -> Self:
+        """Elementwise arc sine (radians)."""
+    def asinh(self) -> Self:
+        """Elementwise inverse hyperbolic sine."""
+    def atan(self) -> Self:
+        """Elementwise arc tangent (radians)."""
+    def atanh(self) -> Self:
+        """Elementwise inverse hyperbolic tangent."""
+    def bitwise_left_shift(self, other: Any) -> Self:
+        """``input << other`` for integers."""
+    def bitwise_right_shift(self, other: Any) -> Self:
+        """``input >> other`` for integers (arithmetic for signed ones)."""
+    def clamp_max(self, max: Any) -> Self:
+        """``input`` limited from above by ``max`` (a number or a tensor)."""
+    def clamp_min(self, min: Any) -> Self:
+        """``input`` limited from below by ``min`` (a number or a tensor)."""
+    def conj(self) -> Self:
+        """The complex conjugate (a real tensor is returned as it is, as PyTorch's view)."""
+    def conj_physical(self) -> Self:
+        """The complex conjugate (a real tensor is returned as it is, as PyTorch's view)."""
+    def copysign(self, other: Any) -> Self:
+        """The magnitude of ``input`` with the sign of ``other``."""
+    def cosh(self) -> Self:
+        """Elementwise hyperbolic cosine."""
+    def exp2(self) -> Self:
+        """Elementwise ``2 ** x``."""
+    def fix(self) -> Self:
+        """Elementwise rounding toward zero (integers are returned as they are, in their dtype)."""
+    def float_power(self, other: Any) -> Self:
+        """``input ** exponent`` computed in float64 (complex128 for complex operands)."""
+    def fmod(self, other: Any) -> Self:
+        """C's remainder: the sign of the dividend (``remainder`` has the divisor's)."""
+    def hypot(self, other: Any) -> Self:
+        """``sqrt(input**2 + other**2)`` elementwise, without overflow."""
+    def imag(self) -> Self:
+        """The imaginary part (zeros for a real tensor)."""
+    def isclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                equal_nan: builtins.bool = False) -> Self:
+        """Whether ``|input - other| <= atol + rtol * |other|``, elementwise (infinities equal
+        themselves; NaN equals NaN only with ``equal_nan``)."""
+    def isneginf(self) -> Self:
+        """Whether each element is negative infinity."""
+    def isposinf(self) -> Self:
+        """Whether each element is positive infinity."""
+    def isreal(self) -> Self:
+        """Whether each element has a zero imaginary part."""
+    def log10(self) -> Self:
+        """Elementwise base-10 logarithm."""
+    def logaddexp(self, other: Any) -> Self:
+        """``log(exp(input) + exp(other))`` elementwise, stably."""
+    def logaddexp2(self, other: Any) -> Self:
+        """``log2(2**input + 2**other)`` elementwise, stably."""
+    def nan_to_num(self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+                   neginf: builtins.float | None = None) -> Self:
+        """NaN replaced by ``nan``, infinities by ``posinf``/``neginf`` (default: the dtype's
+        largest and lowest finite values); integer tensors are returned copied."""
+    def nextafter(self, other: Any) -> Self:
+        """The next floating-point value after ``input`` toward ``other``."""
+    def positive(self) -> Self:
+        """``+input``: the tensor itself (PyTorch returns its input)."""
+    def real(self) -> Self:
+        """The real part (a real tensor's own values, copied)."""
+    def signbit(self) -> Self:
+        """Whether the sign bit is set (True for -0.0), elementwise."""
+    def sinh(self) -> Self:
+        """Elementwise hyperbolic sine."""
+    def tan(self) -> Self:
+        """Elementwise tangent."""
+    def trunc(self) -> Self:
+        """Elementwise rounding toward zero (integers are returned as they are, in their dtype)."""
 
     # mpiflow.ops.reduction
     def all(self, dim: builtins.int | Sequence[builtins.int] | None = None,

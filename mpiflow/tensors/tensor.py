@@ -30,7 +30,48 @@ if TYPE_CHECKING:
 else:
     BoundMethods = object
 
-__all__ = ["Size", "Tensor", "bind", "bound_methods", "to_host"]
+__all__ = ["Size", "Tensor", "TensorDevice", "bind", "bound_methods", "to_host"]
+
+
+class TensorDevice(str):
+    """What ``Tensor.device`` is: the kind of memory ("cpu", "cuda") as a string, which also
+    knows the tensor's placement (None for a local tensor).
+
+    It compares equal to its string (``x.device == "cpu"``) and to ``mpiflow.device``; two
+    of them are equal when their kinds and placements are (the array API standard's
+    ``y.device == x.device``). Passed as ``device=`` to the array API namespace's creation
+    functions, it makes arrays where ``x`` is (:mod:`mpiflow.array_api.layout`).
+
+    Examples:
+        >>> d = flow.tensor([1.0]).device
+        >>> d == "cpu", d.placement is None, str(d)
+        (True, True, 'cpu')
+    """
+
+    placement: Placement | None
+
+    def __new__(cls, kind: str, placement: Placement | None = None) -> TensorDevice:
+        self = super().__new__(cls, kind)
+        self.placement = placement
+        return self
+
+    def __eq__(self, other: object) -> builtins.bool:
+        if isinstance(other, TensorDevice):
+            return str.__eq__(self, other) and self.placement == other.placement
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> builtins.bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = str.__hash__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TensorDevice, (str(self), self.placement))
+
+
+_LOCAL_DEVICES = {"cpu": TensorDevice("cpu"), "cuda": TensorDevice("cuda")}
+_GLOBAL_DEVICES: dict[Placement, TensorDevice] = {}
 
 
 class Tensor(BoundMethods):
@@ -149,10 +190,22 @@ class Tensor(BoundMethods):
         return self._sbp
 
     @property
-    def device(self) -> str:
-        if self._placement is not None:
-            return self._placement.type
-        return "cpu" if array_module(self._data) is numpy else "cuda"
+    def device(self) -> TensorDevice:
+        """The kind of memory, "cpu" or "cuda" (a string that also knows the placement)."""
+        p = self._placement
+        if p is not None:
+            found = _GLOBAL_DEVICES.get(p)
+            if found is None:
+                found = _GLOBAL_DEVICES[p] = TensorDevice(p.type, p)
+            return found
+        return _LOCAL_DEVICES["cpu" if array_module(self._data) is numpy else "cuda"]
+
+    @property
+    def mT(self) -> Tensor:
+        """The transpose of the last two dims (of a stack of matrices)."""
+        if self.ndim < 2:
+            raise ValueError(f"mT needs at least 2 dimensions, this tensor has {self.ndim}")
+        return self.transpose(-2, -1)
 
     @property
     def is_cuda(self) -> bool:
@@ -247,11 +300,20 @@ class Tensor(BoundMethods):
         value = self.numpy()
         return value if dtype is None else value.astype(dtype, copy=False)
 
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._local_for("__dlpack__").__dlpack__(**kwargs)
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: builtins.bool | None = None) -> Any:
+        """A DLPack capsule of the value: a local tensor's memory; for a global tensor the
+        whole value, gathered on every rank as by ``numpy()`` (collective)."""
+        data = self._data if self._placement is None else self.numpy()
+        kwargs = {name: value for name, value in (("stream", stream),
+                                                  ("max_version", max_version),
+                                                  ("dl_device", dl_device), ("copy", copy))
+                  if value is not None}
+        return data.__dlpack__(**kwargs)  # type: ignore[arg-type]
 
     def __dlpack_device__(self) -> Any:
-        return self._local_for("__dlpack_device__").__dlpack_device__()
+        """(device type, device id) of the memory: this rank's shard's, for a global tensor."""
+        return self._data.__dlpack_device__()
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
@@ -262,11 +324,6 @@ class Tensor(BoundMethods):
     def tolist(self) -> Any:
         """The value as (nested) Python lists."""
         return self.numpy().tolist()
-
-    def _local_for(self, what: str) -> Any:
-        if self._placement is not None:
-            raise RuntimeError(f"{what} needs a local tensor; call to_local() or numpy() first")
-        return self._data
 
     def detach(self) -> Tensor:
         """A tensor sharing this one's data (and version counter), outside autograd."""
@@ -325,6 +382,9 @@ class Tensor(BoundMethods):
 
     def __int__(self) -> builtins.int:
         return builtins.int(self.item())
+
+    def __complex__(self) -> builtins.complex:
+        return builtins.complex(self.item())
 
     def __index__(self) -> builtins.int:
         if self.dtype.numpy.kind not in "iu":
