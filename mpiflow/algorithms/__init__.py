@@ -12,14 +12,25 @@ the kernel the communicator of those axes (``Context.comm``). Planning who sends
   ``all_to_all_v``), :func:`rebalance`, :func:`halo`;
 - :mod:`.scans`: cumulative sums, products, extrema and log-sum-exp;
 - :mod:`.samplesort`: sample sort, stable, to any output counts, with the rows' origins;
-- :mod:`.indexing`: :func:`take` and :func:`put` of rows by global row number.
+- :mod:`.indexing`: :func:`take` and :func:`put` of rows by global row number;
+- :mod:`.selection`: order statistics by selection (sample bracketing, no sort): k-th values
+  and medians with their rows, quantiles, top k;
+- :mod:`.runs`: runs of equal values (the starts with a halo of one row, their compaction to
+  balanced parts, run numbers, the mode);
+- :mod:`.search`: ``searchsorted`` in a split sorted sequence and ``isin`` with split test
+  elements (each value routed to the one rank that decides it).
 """
 
 from .exchange import fetch, gather_counts, halo, rebalance
 from .indexing import put, take
 from .ranges import FetchPlan, balanced, fetch_plan, offsets, pieces
+from .runs import compact_runs, mode, run_ids, run_starts
 from .samplesort import sort
 from .scans import scan
+from .search import isin, searchsorted
+from .selection import kth_values, order_statistics, quantiles, topk
 
-__all__ = ["FetchPlan", "balanced", "fetch", "fetch_plan", "gather_counts", "halo", "offsets",
-           "pieces", "put", "rebalance", "scan", "sort", "take"]
+__all__ = ["FetchPlan", "balanced", "compact_runs", "fetch", "fetch_plan", "gather_counts",
+           "halo", "isin", "kth_values", "mode", "offsets", "order_statistics", "pieces", "put",
+           "quantiles", "rebalance", "run_ids", "run_starts", "scan", "searchsorted", "sort",
+           "take", "topk"]
