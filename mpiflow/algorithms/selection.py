@@ -275,7 +275,7 @@ def kth_values(local: Any, comm: Communicator, axis: int, ks: Any = None, *,
                                                          int(positions[j])) for j in columns])
     for j, v in zip(columns, got):
         values[j] = v[0]
-    return values, locate(matrix, comm, sizes[:, 0], values, positions)
+    return values, locate(matrix, comm, [int(c) for c in sizes[:, 0]], values, positions)
 
 
 def locate(matrix: Any, comm: Communicator, counts: Sequence[int], values: numpy.ndarray,
@@ -401,7 +401,7 @@ def topk(local: Any, comm: Communicator, axis: int, k: int, *, largest: bool = T
     mine = numpy.empty(1 + 2 * width, dtype=numpy.int64)
     mine[0] = n_me
     valid_cands = []
-    for j, (rows, vals) in enumerate(cands):
+    for j, (_, vals) in enumerate(cands):
         nan = xp.isnan(vals) if vals.dtype.kind == "f" else None
         valid_cands.append(vals if nan is None else vals[~nan])
         col = matrix[:, j]

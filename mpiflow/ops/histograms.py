@@ -224,7 +224,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
 
     Examples:
         >>> flow.histc(flow.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3).tolist()
-        [0.0, 2.0, 0.0, 1.0]
+        [0.0, 2.0, 1.0, 0.0]
     """
     _check_floating("histc", input)
     bins = operator.index(bins)

@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy
 
-from ..algorithms import kth_values, mode as distributed_mode, topk as distributed_topk
+from ..algorithms import kth_values
+from ..algorithms import mode as distributed_mode
+from ..algorithms import topk as distributed_topk
 from ..algorithms.runs import local_mode
 from ..algorithms.selection import lines
 from ..layouts.sbp import Split

@@ -5,9 +5,9 @@ Layout rule, per mesh axis: a split of another dim stays a split (each rank sort
 and a split of the sorted dim stays a split, a collective signature: the kernel runs
 :func:`mpiflow.algorithms.sort` (a sample sort: each value moves about once), so a sorted split
 array is split the same way and nothing is gathered. The collective signature is offered where
-the columns are few (at most :data:`~.layout_rules.COLUMNS`); with more, converting to a split of another dim
-(one all-to-all) and sorting locally moves the same bytes in one collective instead of one
-sort per column. Indices are global positions along the dim; the sort is stable.
+the columns are few (at most :data:`~.layout_rules.COLUMNS`); with more, converting to a split
+of another dim (one all-to-all) and sorting locally moves the same bytes in one collective
+instead of one sort per column. Indices are global positions along the dim; the sort is stable.
 """
 
 from __future__ import annotations

@@ -36,6 +36,18 @@ class BoundMethods:
     def vdot(self, other: Self) -> Self:
         """The dot product of two 1-D tensors, conjugating the first (as ``torch.vdot``)."""
 
+    # mpiflow.ops.histograms
+    def bincount(self, weights: Self | None = None, minlength: builtins.int = 0) -> Self:
+        """How many times each non-negative integer occurs in ``input`` (summing ``weights``)."""
+    def count_nonzero(self, dim: Any = None) -> Self:
+        """How many elements are not zero, over ``dim`` (an int, a tuple, or None for all)."""
+    def histc(self, bins: builtins.int = 100, min: builtins.float = 0,
+              max: builtins.float = 0) -> Self:
+        """A histogram of ``bins`` equal bins between ``min`` and ``max`` (torch's ``histc``)."""
+    def histogram(self, bins: Any, *, range: tuple[builtins.float, builtins.float] | None = None,
+                  weight: Self | None = None, density: builtins.bool = False) -> Any:
+        """A histogram of ``input`` (torch's ``histogram``)."""
+
     # mpiflow.ops.indexing
     def __getitem__(self, index: Any) -> Self:
         """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
@@ -283,6 +295,14 @@ class BoundMethods:
     def zero_(self) -> Self:
         """Set every element of ``target`` to zero."""
 
+    # mpiflow.ops.quantiles
+    def nanquantile(self, q: Any, dim: builtins.int | None = None, keepdim: builtins.bool = False,
+                    *, interpolation: str = "linear") -> Self:
+        """:func:`quantile` of the values that are not NaN (NaN where all are)."""
+    def quantile(self, q: Any, dim: builtins.int | None = None, keepdim: builtins.bool = False, *,
+                 interpolation: str = "linear") -> Self:
+        """The ``q``-th quantiles of ``input`` along ``dim`` (of all elements where None)."""
+
     # mpiflow.ops.reduction
     def all(self, dim: builtins.int | Sequence[builtins.int] | None = None,
             keepdim: builtins.bool = False) -> Self:
@@ -327,6 +347,31 @@ class BoundMethods:
     # mpiflow.ops.scans
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Self:
         """Running sums along ``dim``; bool and integers give int64 unless ``dtype`` is given."""
+
+    # mpiflow.ops.selection
+    def kthvalue(self, k: builtins.int, dim: builtins.int = -1,
+                 keepdim: builtins.bool = False) -> Any:
+        """The ``k``-th smallest element along ``dim`` (NaN largest) and its index."""
+    def median(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """The median: the lower of the two middle values (torch's ``median``; NaN if any is
+        NaN)."""
+    def mode(self, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+        """The most frequent value along ``dim`` (the smallest of those) and the index of its last
+        occurrence (torch's ``mode``)."""
+    def nanmedian(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """:func:`median` of the values that are not NaN (NaN where all are)."""
+    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:
+        """The ``k`` largest (or smallest) elements along ``dim``, in order, and their indices."""
+
+    # mpiflow.ops.sets
+    def unique(self, sorted: builtins.bool = True, return_inverse: builtins.bool = False,
+               return_counts: builtins.bool = False, dim: builtins.int | None = None) -> Any:
+        """The distinct elements of ``input``, ascending (torch's ``unique``, flattened)."""
+    def unique_consecutive(self, return_inverse: builtins.bool = False,
+                           return_counts: builtins.bool = False,
+                           dim: builtins.int | None = None) -> Any:
+        """The first element of each run of equal consecutive elements (flattened)."""
 
     # mpiflow.ops.shape
     @property
