@@ -397,6 +397,9 @@ def topk(local: Any, comm: Communicator, axis: int, k: int, *, largest: bool = T
     matrix = lines(local, axis)
     n_me, width = matrix.shape
     inner = front(xp, local, axis).shape[1:]
+    if k == 0:  # every rank knows: nothing to select
+        empty = xp.empty((0, *inner), dtype=local.dtype)
+        return xp.moveaxis(empty, 0, axis), xp.moveaxis(empty.astype(numpy.int64), 0, axis)
     cands = [_candidates(xp, matrix[:, j], k, largest) for j in range(width)]
     mine = numpy.empty(1 + 2 * width, dtype=numpy.int64)
     mine[0] = n_me
