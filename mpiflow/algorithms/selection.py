@@ -47,8 +47,8 @@ from .samplesort import sort
 __all__ = ["EXACT", "SAMPLE", "kth_values", "lines", "locate", "order_statistics", "quantiles",
            "same", "topk", "valid_sizes"]
 
-SAMPLE = 8192  # samples per target and round, over all ranks
-EXACT = 16384  # a target with at most this many candidates is finished by gathering them
+SAMPLE = 8192  # at most this many samples per target and round, over all ranks
+EXACT = 32768  # a target with at most this many candidates is finished by gathering them
 _Z = 3.0  # how many standard deviations of a sample quantile the pivots stay off the target
 
 
@@ -153,8 +153,13 @@ def order_statistics(sets: Sequence[Any], comm: Communicator, sizes: numpy.ndarr
 
 
 def _draws(sizes: numpy.ndarray, sample: int) -> numpy.ndarray:
-    """Samples each rank draws: in proportion to its candidates, at least one if it has any."""
+    """Samples each rank draws: in proportion to its candidates, at least one if it has any.
+
+    Of ``n`` candidates, ``s`` samples leave about ``6 n / sqrt(s)`` between the pivots; the
+    two are equal at ``s = (6 n)^(2/3)``, so no more are drawn (few candidates, few samples).
+    """
     total = int(sizes.sum())
+    sample = min(sample, math.ceil((6 * total) ** (2 / 3)))
     return numpy.where(sizes > 0, -(-sample * sizes // max(total, 1)), 0).astype(numpy.int64)
 
 
