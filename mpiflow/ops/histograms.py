@@ -263,7 +263,8 @@ def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = N
 
     Args:
         input: a floating tensor (any shape).
-        bins: the number of equal bins, or a 1-D tensor of increasing bin edges.
+        bins: the number of equal bins, or a 1-D tensor of increasing bin edges (a local
+            one beside a global ``input`` must be the same on every rank).
         range: ``(min, max)`` of equal bins; default the data's (one all-reduce), widened by
             0.5 each way where they are equal.
         weight: a tensor of ``input``'s shape: what each element counts for.
@@ -285,6 +286,8 @@ def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = N
             raise RuntimeError("torch.histogram(): bins tensor should have one dimension and "
                                "at least 1 element")
         edges = bins.to(input.dtype).detach()
+        if input.is_global and not edges.is_global:  # the same on every rank, as torch's
+            edges = _like(input, edges.numpy())
     else:
         count = operator.index(bins)
         if count <= 0:

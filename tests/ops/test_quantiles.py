@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import pytest
 import torch
-from global_helpers import ALL, B, N, P, S0, S1, SIZE, make
+from global_helpers import ALL, S0, S1, SIZE, B, N, P, make
 from numpy.testing import assert_allclose
 from stats_helpers import received
 
@@ -26,7 +26,7 @@ def test_quantiles_match_torch(sbp: object) -> None:
         assert_allclose(got.numpy(), want.numpy(), rtol=1e-14, err_msg=how)
         one = flow.quantile(x, 0.3, dim, keepdim, interpolation=how)
         assert_allclose(one.numpy(), torch.quantile(t, 0.3, dim, keepdim, interpolation=how))
-        if SIZE > 1 and (sbp in (S0, S1) and dim is None or sbp == S0 and dim == 0):
+        if SIZE > 1 and ((sbp in (S0, S1) and dim is None) or (sbp == S0 and dim == 0)):
             assert got.sbp == (B,)  # selected where it lay: the result is broadcast
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy
 import pytest
 import torch
-from global_helpers import ALL, B, N, P, S0, S1, SIZE, make
+from global_helpers import ALL, S0, S1, SIZE, B, N, P, make
 from numpy.testing import assert_array_equal
 from stats_helpers import received
 
