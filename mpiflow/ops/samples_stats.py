@@ -194,8 +194,17 @@ def _isin(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
             Sample((m[0, 0].copy(), test), {"invert": False})]
 
 
+def _sort_values(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
+    m = sample_values((7, 3), dtype, 4)
+    return [Sample((_line(dtype, 3, nan=True),), {"dim": 0, "descending": False}),
+            Sample((_line(dtype, 5, nan=True),), {"dim": 0, "descending": True}),
+            Sample((m,), {"dim": 0, "descending": True}),
+            Sample((m,), {"dim": 1, "descending": False})]
+
+
 #: op name -> (the input dtypes it accepts, its sample generator).
 SAMPLES: dict[str, tuple[tuple[str, ...], Any]] = {
+    "sort_values": ((F64, F32, I64), _sort_values),
     "topk": ((F64, F32, I64), _topk),
     "kthvalue": ((F64, I64), _kthvalue),
     "median": ((F64, I64), _median("median")),

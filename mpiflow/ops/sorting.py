@@ -21,6 +21,7 @@ import numpy
 from ..algorithms import gather_counts
 from ..algorithms import sort as distributed_sort
 from ..layouts.sbp import Split
+from ..tensors.tape import is_grad_enabled
 from ..tensors.tensor import Tensor, bind
 from .engine import Context, OpDef, Signature, apply, apply_multi
 from .layout_rules import few_columns, wrap_dim
@@ -77,6 +78,24 @@ def _sort_grad(g: Tensor, operands: Any, out: Tensor, *, dim: int, outputs: Any,
 SORT = OpDef("sort", _sort_kernel, lambda shape, **_: shape, _splits_of_others,
              lambda dtype, **_: (dtype, numpy.dtype(numpy.int64)), _sort_grad,
              collective=_split_sorted, outputs=2)
+
+
+def _sort_values_kernel(ctx: Context, a: Any, *, dim: int, descending: bool) -> Any:
+    xp = ctx.xp
+    if a.ndim == 0:
+        return a.copy()
+    if ctx.comm is None:
+        out = xp.sort(a, axis=dim)
+        return xp.flip(out, axis=dim) if descending else out  # NaN first when descending
+    assert ctx.out_sbp is not None
+    counts = ctx.extents(ctx.global_shape, ctx.out_sbp, dim)
+    return distributed_sort(a, ctx.comm, dim, counts, descending=descending)[0]
+
+
+# The values alone (no indices, no gradient): equal values are interchangeable, so the
+# distributed sort cuts its buckets by selection and never sorts row numbers along.
+SORT_VALUES = OpDef("sort_values", _sort_values_kernel, lambda shape, **_: shape,
+                    _splits_of_others, collective=_split_sorted)
 
 
 # -- the flattened input sorted: the first step of unique -------------------------------------
@@ -170,11 +189,17 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 def msort(input: Tensor) -> Tensor:
     """``input`` sorted along its first dim (torch's ``msort``).
 
+    Where no gradient is asked for, only the values are sorted (no indices): the fastest
+    distributed sort of a split array.
+
     Examples:
         >>> flow.msort(flow.tensor([[2, 1], [1, 3]])).tolist()
         [[1, 1], [2, 3]]
     """
-    return sort(input, 0)[0]
+    _check(input, "msort")
+    if input.requires_grad and is_grad_enabled():
+        return sort(input, 0)[0]
+    return apply(SORT_VALUES, input, dim=0, descending=False)
 
 
 bind({_name: globals()[_name] for _name in __all__})
