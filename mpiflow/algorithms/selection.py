@@ -12,8 +12,8 @@ ranks' parts of some sets (without NaN), by *sample-based bracketing*:
 3. after a round or two a target has at most :data:`EXACT` candidates: they come along in the
    next ``all_gather_v`` and every rank picks the target from them.
 
-Each round shrinks a target's candidates about ``sqrt(SAMPLE) / 6`` times (40x); a round
-reads each candidate a few times and moves only samples and counts. Ties cannot stall it: a
+Each round shrinks a target's candidates about ``sqrt(samples) / 3`` times (30x with
+:data:`SAMPLE`); a round reads each candidate a few times and moves only samples and counts. Ties cannot stall it: a
 pivot is one of the candidates, so every round removes it or finds the target at it.
 
 On this: :func:`kth_values` (``kthvalue``, ``median``: the value and its row, NaN last),
@@ -155,11 +155,12 @@ def order_statistics(sets: Sequence[Any], comm: Communicator, sizes: numpy.ndarr
 def _draws(sizes: numpy.ndarray, sample: int) -> numpy.ndarray:
     """Samples each rank draws: in proportion to its candidates, at least one if it has any.
 
-    Of ``n`` candidates, ``s`` samples leave about ``6 n / sqrt(s)`` between the pivots; the
-    two are equal at ``s = (6 n)^(2/3)``, so no more are drawn (few candidates, few samples).
+    Of ``n`` candidates, ``s`` samples leave at most about ``3 n / sqrt(s)`` between the
+    pivots; the two are equal at ``s = (3 n)^(2/3)``, so no more are drawn (few candidates,
+    few samples).
     """
     total = int(sizes.sum())
-    sample = min(sample, math.ceil((6 * total) ** (2 / 3)))
+    sample = min(sample, math.ceil((3 * total) ** (2 / 3)))
     return numpy.where(sizes > 0, -(-sample * sizes // max(total, 1)), 0).astype(numpy.int64)
 
 
@@ -243,7 +244,7 @@ def _store(found: list[numpy.ndarray], t: _Target, lo: int, hi: int, value: Any)
 
 # -- k-th values and their rows ------------------------------------------------------------------
 def kth_values(local: Any, comm: Communicator, axis: int, ks: Any = None, *,
-               rule: str = "k") -> tuple[numpy.ndarray, numpy.ndarray]:
+               rule: str = "k", rows: bool = True) -> tuple[numpy.ndarray, Any]:
     """Per column, the value at a position of the stable ascending order (NaN last) of a
     distributed axis, and its global row (collective).
 
@@ -255,6 +256,7 @@ def kth_values(local: Any, comm: Communicator, axis: int, ks: Any = None, *,
         rule: ``"k"``; ``"median"`` (the lower middle, or the first NaN where a column has
             one, as torch's ``median``); ``"nanmedian"`` (the lower middle of the non-NaN
             values; the first NaN where all are NaN).
+        rows: also find the rows (else ``rows`` is None: two collectives fewer).
 
     Returns:
         ``(values, rows)``: host arrays of one entry per column (``local``'s dtype, int64):
@@ -280,6 +282,8 @@ def kth_values(local: Any, comm: Communicator, axis: int, ks: Any = None, *,
                                                          int(positions[j])) for j in columns])
     for j, v in zip(columns, got):
         values[j] = v[0]
+    if not rows:
+        return values, None
     return values, locate(matrix, comm, [int(c) for c in sizes[:, 0]], values, positions)
 
 

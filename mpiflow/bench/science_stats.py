@@ -64,6 +64,7 @@ def _cases(n: int) -> list[tuple[str, Callable[[], numpy.ndarray], Callable[[Any
                                  Callable[[numpy.ndarray], Any]]]:
     """``(name, whole value, mpiflow call on the split tensor, numpy call on the whole)``."""
     import mpiflow as flow
+    from ..ops import histc, median, msort, quantile, unique
 
     def normal() -> numpy.ndarray:
         return numpy.random.default_rng(0).standard_normal(n)
@@ -74,15 +75,15 @@ def _cases(n: int) -> list[tuple[str, Callable[[], numpy.ndarray], Callable[[Any
     q = numpy.array([0.1, 0.5, 0.9])
     sbp_b = flow.sbp.broadcast
     return [
-        (f"sort {n // 10**6}M float64", normal, flow.msort, numpy.sort),
-        (f"unique {n // 10**6}M int64 (1000 values)", integers, flow.unique, numpy.unique),
-        (f"median {n // 10**6}M float64", normal, flow.median, numpy.median),
+        (f"sort {n // 10**6}M float64", normal, msort, numpy.sort),
+        (f"unique {n // 10**6}M int64 (1000 values)", integers, unique, numpy.unique),
+        (f"median {n // 10**6}M float64", normal, median, numpy.median),
         (f"quantile {n // 10**6}M float64 (0.1, 0.5, 0.9)", normal,
-         lambda x: flow.quantile(x, flow.tensor(q, dtype=flow.float64, placement=x.placement,
+         lambda x: quantile(x, flow.tensor(q, dtype=flow.float64, placement=x.placement,
                                                 sbp=sbp_b)),
          lambda a: numpy.quantile(a, q)),
         (f"histogram {n // 10**6}M float64 (100 bins)", normal,
-         lambda x: flow.histc(x, 100, -4, 4).to_global(sbp=sbp_b),
+         lambda x: histc(x, 100, -4, 4).to_global(sbp=sbp_b),
          lambda a: numpy.histogram(a, bins=100, range=(-4, 4))[0]),
     ]
 

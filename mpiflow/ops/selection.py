@@ -189,7 +189,7 @@ def _median_all_kernel(ctx: Context, a: Any, *, rule: str) -> Any:
     flat = a.reshape(-1)
     if ctx.comm is None:
         return _local_kth(ctx.xp, flat, 0, 0, rule)[0].reshape(())
-    return ctx.xp.asarray(kth_values(flat, ctx.comm, 0, rule=rule)[0]).reshape(())
+    return ctx.xp.asarray(kth_values(flat, ctx.comm, 0, rule=rule, rows=False)[0]).reshape(())
 
 
 def _any_split(shape: Shape, **_: Any) -> list[Signature]:
