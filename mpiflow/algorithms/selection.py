@@ -13,8 +13,9 @@ ranks' parts of some sets (without NaN), by *sample-based bracketing*:
    next ``all_gather_v`` and every rank picks the target from them.
 
 Each round shrinks a target's candidates about ``sqrt(samples) / 3`` times (30x with
-:data:`SAMPLE`); a round reads each candidate a few times and moves only samples and counts. Ties cannot stall it: a
-pivot is one of the candidates, so every round removes it or finds the target at it.
+:data:`SAMPLE`); a round reads each candidate a few times and moves only samples and counts.
+Ties cannot stall it: a pivot is one of the candidates, so every round removes it or finds the
+target at it.
 
 On this: :func:`kth_values` (``kthvalue``, ``median``: the value and its row, NaN last),
 :func:`quantiles` (torch's interpolations) and :func:`topk` (local top k, a selection across

@@ -24,6 +24,7 @@ the same shapes come from ``scripts/heat_science_bench.py``, run in Heat's own v
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -64,6 +65,7 @@ def _cases(n: int) -> list[tuple[str, Callable[[], numpy.ndarray], Callable[[Any
                                  Callable[[numpy.ndarray], Any]]]:
     """``(name, whole value, mpiflow call on the split tensor, numpy call on the whole)``."""
     import mpiflow as flow
+
     from ..ops import histc, median, msort, quantile, unique
 
     def normal() -> numpy.ndarray:
@@ -108,11 +110,10 @@ def run(settings: Settings | None = None, n: int = N) -> list[dict[str, Any]]:
     for name, make, call, reference in _cases(n):
         whole = make()
         x = flow.tensor(whole, placement=placement, sbp=flow.sbp.split(0))
-        ours = _timed(lambda: call(x), repeat, everyone=True)
-        theirs = _timed(lambda: reference(whole), repeat, everyone=False)
+        ours = _timed(functools.partial(call, x), repeat, everyone=True)
+        theirs = _timed(functools.partial(reference, whole), repeat, everyone=False)
         rows.append({"case": name, "ranks": world_comm.size, "mpiflow_ms": ours * 1e3,
                      "numpy_ms": theirs * 1e3, "ratio": ours / theirs})
-        del x, whole
     return rows
 
 
