@@ -204,8 +204,8 @@ def _sort_values(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
 
 #: op name -> (the input dtypes it accepts, its sample generator).
 SAMPLES: dict[str, tuple[tuple[str, ...], Any]] = {
-    "sort_values": ((F64, F32, I64), _sort_values),
-    "topk": ((F64, F32, I64), _topk),
+    "sort_values": ((F64, I64), _sort_values),
+    "topk": ((F64, I64), _topk),
     "kthvalue": ((F64, I64), _kthvalue),
     "median": ((F64, I64), _median("median")),
     "nanmedian": ((F64, F32), _median("nanmedian")),
