@@ -75,16 +75,17 @@ def _cases(n: int) -> list[tuple[str, Callable[[], numpy.ndarray], Callable[[Any
         return numpy.random.default_rng(1).integers(0, 1000, n)
 
     q = numpy.array([0.1, 0.5, 0.9])
+    size = f"{n // 10**6}M" if n >= 10**6 else f"{n // 1000}k"
     sbp_b = flow.sbp.broadcast
     return [
-        (f"sort {n // 10**6}M float64", normal, msort, numpy.sort),
-        (f"unique {n // 10**6}M int64 (1000 values)", integers, unique, numpy.unique),
-        (f"median {n // 10**6}M float64", normal, median, numpy.median),
-        (f"quantile {n // 10**6}M float64 (0.1, 0.5, 0.9)", normal,
+        (f"sort {size} float64", normal, msort, numpy.sort),
+        (f"unique {size} int64 (1000 values)", integers, unique, numpy.unique),
+        (f"median {size} float64", normal, median, numpy.median),
+        (f"quantile {size} float64 (0.1, 0.5, 0.9)", normal,
          lambda x: quantile(x, flow.tensor(q, dtype=flow.float64, placement=x.placement,
                                                 sbp=sbp_b)),
          lambda a: numpy.quantile(a, q)),
-        (f"histogram {n // 10**6}M float64 (100 bins)", normal,
+        (f"histogram {size} float64 (100 bins)", normal,
          lambda x: histc(x, 100, -4, 4).to_global(sbp=sbp_b),
          lambda a: numpy.histogram(a, bins=100, range=(-4, 4))[0]),
     ]
