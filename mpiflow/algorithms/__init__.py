@@ -16,21 +16,31 @@ the kernel the communicator of those axes (``Context.comm``). Planning who sends
   :func:`take_along`/:func:`put_along` of single elements;
 - :mod:`.segments`: an axis made of pieces of another (:func:`assemble`: roll, pad), the
   adjoint (:func:`scatter_sum`), and :func:`differences` (``diff``: a halo and a rebalance);
-- :mod:`.select`: :func:`compress` (rows a mask marks, balanced), :func:`expand` (its adjoint),
+- :mod:`.compaction`: :func:`compress` (rows a mask marks, balanced), :func:`expand` (its adjoint),
   :func:`concatenate` (the ranks' parts joined, balanced);
-- :mod:`.moments`: per-part counts, means and squared deviations, combined (``var_mean``).
+- :mod:`.moments`: per-part counts, means and squared deviations, combined (``var_mean``);
+- :mod:`.selection`: order statistics by selection (sample bracketing, no sort): k-th values
+  and medians with their rows, quantiles, top k;
+- :mod:`.runs`: runs of equal values (the starts with a halo of one row, their compaction to
+  balanced parts, run numbers, the mode);
+- :mod:`.search`: ``searchsorted`` in a split sorted sequence and ``isin`` with split test
+  elements (each value routed to the one rank that decides it).
 """
 
+from .compaction import compress, concatenate, expand
 from .exchange import fetch, gather_counts, halo, rebalance
 from .indexing import put, put_along, take, take_along
 from .moments import moments
 from .ranges import FetchPlan, balanced, fetch_plan, offsets, pieces
+from .runs import compact_runs, mode, run_ids, run_starts
 from .samplesort import sort
 from .scans import arg_scan, scan
+from .search import isin, searchsorted
 from .segments import assemble, differences, scatter_sum
-from .select import compress, concatenate, expand
+from .selection import kth_values, order_statistics, quantiles, topk
 
-__all__ = ["FetchPlan", "arg_scan", "assemble", "balanced", "compress", "concatenate",
-           "differences", "expand", "fetch", "fetch_plan", "gather_counts", "halo", "moments",
-           "offsets", "pieces", "put", "put_along", "rebalance", "scan", "scatter_sum", "sort",
-           "take", "take_along"]
+__all__ = ["FetchPlan", "arg_scan", "assemble", "balanced", "compact_runs", "compress",
+           "concatenate", "differences", "expand", "fetch", "fetch_plan", "gather_counts", "halo",
+           "isin", "kth_values", "mode", "moments", "offsets", "order_statistics", "pieces", "put",
+           "put_along", "quantiles", "rebalance", "run_ids", "run_starts", "scan", "scatter_sum",
+           "searchsorted", "sort", "take", "take_along", "topk"]

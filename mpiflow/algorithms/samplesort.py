@@ -11,8 +11,10 @@ For each line of the axis (a 1-D array; a few columns are sorted one after the o
    numbers), and one ``all_to_all_v`` sends bucket ``r`` to rank ``r``;
 4. each rank sorts what it received: one local sort, stable where indices are asked for (the
    sources' blocks arrive in global order, so ties keep their original order);
-5. the buckets are close to the target counts but not exactly: a :func:`.exchange.rebalance`
-   moves the few rows across the boundaries.
+5. the buckets are close to the target counts but not exactly: the few rows across the
+   boundaries move once more. Every rank knows every bucket's size before the exchange (the
+   send counts are all-gathered), so where values alone are sorted each bucket arrives in a
+   buffer that already spans its rank's final rows, and only the crossing rows are copied.
 
 Each row moves once (plus the few of step 5), each rank sorts about ``n / p`` rows once. A
 descending sort runs the same steps on the reversed axis (ties keep their order) and reverses
@@ -37,8 +39,8 @@ import numpy
 
 from ..communication import Communicator
 from ..core.array_module import array_module, to_host
-from .exchange import fetch, front, gather_counts, unfront
-from .ranges import Range, offsets, reversed_range
+from .exchange import fetch, front, unfront
+from .ranges import Range, fetch_plan, offsets, reversed_range
 
 __all__ = ["OVERSAMPLE", "sort"]
 
@@ -124,33 +126,75 @@ def _sort_line(xp: Any, a: Any, comm: Communicator, counts: list[int], out_count
         below = _below(xp, a, base, splitters)
         send, g = _partitioned(xp, a, below), None
         sc = [int(c) for c in numpy.diff([0, *below, a.shape[0]])]
-    rc_array = xp.empty(p, dtype=numpy.int64)
-    comm.all_to_all(xp.asarray(sc, dtype=numpy.int64), rc_array)
-    rc = [int(c) for c in to_host(rc_array)]
-    got = _exchange(xp, comm, send, sc, rc)
-    if g is not None:
-        g = _exchange(xp, comm, g, sc, rc)
-        if descending:
-            # The sources' blocks hold reversed rows n - stop(s) .. n - start(s): later ranks
-            # hold earlier rows of the reversed axis. Put the blocks in that order, so that a
-            # stable sort keeps equal values in reversed-row order.
-            got, g = _reverse_blocks(xp, got, rc), _reverse_blocks(xp, g, rc)
-        order = xp.argsort(got, kind="stable")
-        got, g = got[order], g[order]
-    else:
-        got.sort()
-    # Rebalance: rank r wants rows [T_r, T_r + out_r) of the result, which are rows of the
-    # ascending (reversed-axis) order read backwards when descending.
-    held = gather_counts(comm, int(got.shape[0]))
+    # Every rank's send counts (one all-gather): the buckets' sizes, hence the rebalance's
+    # plan, are known before anything moves.
+    table = xp.empty((p, p), dtype=numpy.int64)
+    comm.all_gather(xp.asarray(sc, dtype=numpy.int64), table)
+    table = to_host(table)
+    rc = [int(c) for c in table[:, me]]
+    held = [int(c) for c in table.sum(axis=0)]
+    # Rank r wants rows [T_r, T_r + out_r) of the result, which are rows of the ascending
+    # (reversed-axis) order read backwards when descending.
     starts_out = offsets(out_counts)
     wants: list[list[Range]] = []
     for r in range(p):
         lo, hi = starts_out[r], starts_out[r + 1]
         wants.append([reversed_range(n, lo, hi) if descending else (lo, hi)])
+    if g is None:
+        # The bucket arrives inside a buffer that also spans this rank's final rows, is sorted
+        # there, and only the rows that cross part boundaries move again: no copy of the rest.
+        store, at = _store(xp, a.dtype, held, wants[me][0], me)
+        got = store[at:at + held[me]]
+        comm.all_to_all_v(xp.ascontiguousarray(send), sc, got, rc)
+        got.sort()
+        return _finish(xp, _settle(xp, comm, store, at, held, wants), None, n, descending)
+    got = _exchange(xp, comm, send, sc, rc)
+    g = _exchange(xp, comm, g, sc, rc)
+    if descending:
+        # The sources' blocks hold reversed rows n - stop(s) .. n - start(s): later ranks
+        # hold earlier rows of the reversed axis. Put the blocks in that order, so that a
+        # stable sort keeps equal values in reversed-row order.
+        got, g = _reverse_blocks(xp, got, rc), _reverse_blocks(xp, g, rc)
+    order = xp.argsort(got, kind="stable")
+    got, g = got[order], g[order]
     got = fetch(got, comm, 0, held, wants)
-    if g is not None:
-        g = fetch(g, comm, 0, held, wants)
+    g = fetch(g, comm, 0, held, wants)
     return _finish(xp, got, g, n, descending)
+
+
+def _store(xp: Any, dtype: Any, held: list[int], want: Range, me: int) -> tuple[Any, int]:
+    """A buffer spanning this rank's bucket (the sorted rows ``[B0, B1)``) and its wanted
+    rows ``[F0, F1)``, and where the bucket starts in it."""
+    b0 = offsets(held)[me]
+    base = min(b0, want[0])
+    return xp.empty(max(b0 + held[me], want[1]) - base, dtype=dtype), b0 - base
+
+
+def _settle(xp: Any, comm: Communicator, store: Any, at: int, held: list[int],
+            wants: list[list[Range]]) -> Any:
+    """Move the rows of each rank's bucket (``store[at:at + held[me]]``) that belong to other
+    ranks' wanted rows, and receive its own wanted rows that lie in other buckets, into their
+    places in ``store``: the wanted rows, as a view of ``store``."""
+    me = comm.rank
+    plan = fetch_plan(held, wants, me)
+    f0, f1 = wants[me][0]
+    start = at + f0 - offsets(held)[me]  # where row F0 lies in store
+    if plan.remote:
+        send_counts = [0 if r == me else c for r, c in enumerate(plan.send_counts)]
+        recv_counts = [0 if r == me else c for r, c in enumerate(plan.recv_counts)]
+        parts = [store[at + a:at + b] for r, ranges in enumerate(plan.sends) if r != me
+                 for a, b in ranges]
+        send = xp.concatenate(parts) if parts else xp.empty(0, dtype=store.dtype)
+        recv = xp.empty(sum(recv_counts), dtype=store.dtype)
+        comm.all_to_all_v(xp.ascontiguousarray(send), send_counts, recv, recv_counts)
+        block = offsets(recv_counts)
+        pos = start
+        for owner, lo, hi in plan.mine:
+            if owner != me:  # this rank's own rows are in place already
+                store[pos:pos + hi - lo] = recv[block[owner]:block[owner] + hi - lo]
+                block[owner] += hi - lo
+            pos += hi - lo
+    return store[start:start + f1 - f0]
 
 
 def _finish(xp: Any, v: Any, g: Any, n: int, descending: bool) -> tuple[Any, Any]:

@@ -24,11 +24,14 @@ from typing import Any, NamedTuple
 
 import numpy
 
+from ..algorithms import put
+from ..algorithms.selection import lines
 from ..layouts.sbp import Split
 from ..tensors.tensor import Tensor, bind
 from . import deterministic_sum as det
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
+from .layout_rules import few_columns
 from .reduction_rules import (
     P_SUM,
     DimArg,
@@ -274,6 +277,8 @@ def _extreme_at_grad(g: Tensor, operands: Any, result: Tensor, *, dims: Dims, ke
 def _put_along_kernel(ctx: Context, g: Any, indices: Any, *, dim: int, keepdim: bool,
                       size: Shape) -> Any:
     xp = ctx.xp
+    if ctx.comm is not None:
+        return _put_along_split(ctx, g, indices, dim, size)
     out = xp.zeros(ctx.out_shape, dtype=ctx.out_dtype)
     if not keepdim:
         g, indices = xp.expand_dims(g, dim), xp.expand_dims(indices, dim)
@@ -291,9 +296,32 @@ def _put_along_layouts(g: Shape, indices: Shape, *, dim: int, keepdim: bool, siz
     return [*sigs, ((P_SUM, B), P_SUM)]
 
 
-# Zeros of shape ``size`` with ``g`` put at ``indices`` along ``dim``: max/min's backward.
+def _put_along_split(ctx: Context, g: Any, indices: Any, dim: int, size: Shape) -> Any:
+    """Along a split ``dim``: each column's values go to the ranks holding their rows
+    (:func:`mpiflow.algorithms.put`), so that nothing is gathered."""
+    xp = ctx.xp
+    assert ctx.out_sbp is not None
+    out_counts = ctx.extents(size, ctx.out_sbp, dim)
+    values, rows = lines(g, dim), lines(indices, dim)
+    out = xp.zeros((out_counts[ctx.comm.rank], values.shape[1]), dtype=ctx.out_dtype)
+    for j in range(values.shape[1]):
+        out[:, j] = put(xp.ascontiguousarray(values[:, j]), ctx.comm, 0, rows[:, j],
+                        out_counts, accumulate=False)
+    inner = tuple(n for d, n in enumerate(ctx.out_shape) if d != dim)
+    return xp.moveaxis(out.reshape(out.shape[0], *inner), 0, dim)
+
+
+def _put_along_collective(g: Shape, indices: Shape, *, dim: int, keepdim: bool, size: Shape
+                          ) -> list[Signature]:
+    """With ``dim`` kept: ``(S(dim), S(dim)) -> S(dim)``, a distributed scatter (the gradient
+    of a sort or a top k along a split dim)."""
+    return [((Split(dim), Split(dim)), Split(dim))] if keepdim and few_columns(size, dim) else []
+
+
+# Zeros of shape ``size`` with ``g`` put at ``indices`` along ``dim``: the backward of max/min,
+# sort and topk.
 PUT_ALONG = OpDef("put_along", _put_along_kernel, lambda g, i, *, size, **_: size,
-                  _put_along_layouts, lambda g, i, **_: g)
+                  _put_along_layouts, lambda g, i, **_: g, collective=_put_along_collective)
 
 
 # Keyed by ``largest``: the max and the min flavour share kernel and rules.

@@ -227,6 +227,13 @@ def _put_along(dtype: numpy.dtype, mesh: Mesh) -> list[Sample]:
         indices = numpy.argmax(x, axis=dim, keepdims=keep)
         g = _values(indices.shape, dtype, 2)
         out.append(Sample((g, indices), {"dim": dim, "keepdim": keep, "size": x.shape}))
+    # a sort's gradient: a permutation along dim 0 (a distributed scatter where it is split),
+    # and a top k's: 3 of 7 rows
+    order = numpy.argsort(_values((7, 3), numpy.dtype(numpy.float64), 3), axis=0)
+    out.append(Sample((_values((7, 3), dtype, 4), order), {"dim": 0, "keepdim": True,
+                                                            "size": (7, 3)}))
+    out.append(Sample((_values((3, 3), dtype, 5), order[:3]), {"dim": 0, "keepdim": True,
+                                                                "size": (7, 3)}))
     return out
 
 
@@ -556,6 +563,8 @@ UNSAMPLED: dict[str, str] = {}
 
 from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
 from .samples_more import SAMPLES as _MORE  # noqa: E402 - more elementwise ops, slices
+from .samples_stats import SAMPLES as _STATS  # noqa: E402 - sorting and statistics
 
 SAMPLES.update(_INDEXING)
 SAMPLES.update(_MORE)
+SAMPLES.update(_STATS)

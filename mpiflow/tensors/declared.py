@@ -51,6 +51,18 @@ class BoundMethods:
     def take_along_dim(self, indices: Self, dim: builtins.int | None = None) -> Self:
         """Values of ``input`` at ``indices`` along ``dim`` (torch's ``take_along_dim``)."""
 
+    # mpiflow.ops.histograms
+    def bincount(self, weights: Self | None = None, minlength: builtins.int = 0) -> Self:
+        """How many times each non-negative integer occurs in ``input`` (summing ``weights``)."""
+    def count_nonzero(self, dim: Any = None) -> Self:
+        """How many elements are not zero, over ``dim`` (an int, a tuple, or None for all)."""
+    def histc(self, bins: builtins.int = 100, min: builtins.float = 0,
+              max: builtins.float = 0) -> Self:
+        """A histogram of ``bins`` equal bins between ``min`` and ``max`` (torch's ``histc``)."""
+    def histogram(self, bins: Any, *, range: tuple[builtins.float, builtins.float] | None = None,
+                  weight: Self | None = None, density: builtins.bool = False) -> Any:
+        """A histogram of ``input`` (torch's ``histogram``)."""
+
     # mpiflow.ops.indexing
     def __getitem__(self, index: Any) -> Self:
         """``input[index]``, numpy's indexing (``Tensor.__getitem__``)."""
@@ -425,6 +437,30 @@ class BoundMethods:
     def trunc(self) -> Self:
         """Elementwise rounding toward zero (integers are returned as they are, in their dtype)."""
 
+    # mpiflow.ops.quantiles
+    def nanquantile(self, q: Any, dim: builtins.int | None = None, keepdim: builtins.bool = False,
+                    *, interpolation: str = "linear") -> Self:
+        """:func:`quantile` of the values that are not NaN (NaN where all are)."""
+    def quantile(self, q: Any, dim: builtins.int | None = None, keepdim: builtins.bool = False, *,
+                 interpolation: str = "linear") -> Self:
+        """The ``q``-th quantiles of ``input`` along ``dim`` (of all elements where None)."""
+
+    # mpiflow.ops.ranking
+    def kthvalue(self, k: builtins.int, dim: builtins.int = -1,
+                 keepdim: builtins.bool = False) -> Any:
+        """The ``k``-th smallest element along ``dim`` (NaN largest) and its index."""
+    def median(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """The median: the lower of the two middle values (torch's ``median``; NaN if any is
+        NaN)."""
+    def mode(self, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+        """The most frequent value along ``dim`` (the smallest of those) and the index of its last
+        occurrence (torch's ``mode``)."""
+    def nanmedian(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """:func:`median` of the values that are not NaN (NaN where all are)."""
+    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:
+        """The ``k`` largest (or smallest) elements along ``dim``, in order, and their indices."""
+
     # mpiflow.ops.reduction
     def all(self, dim: builtins.int | Sequence[builtins.int] | None = None,
             keepdim: builtins.bool = False) -> Self:
@@ -486,6 +522,15 @@ class BoundMethods:
         ``masked_select``; the two broadcast together)."""
     def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
         """The indices of the non-zero elements of ``input`` (torch's ``nonzero``)."""
+
+    # mpiflow.ops.sets
+    def unique(self, sorted: builtins.bool = True, return_inverse: builtins.bool = False,
+               return_counts: builtins.bool = False, dim: builtins.int | None = None) -> Any:
+        """The distinct elements of ``input``, ascending (torch's ``unique``, flattened)."""
+    def unique_consecutive(self, return_inverse: builtins.bool = False,
+                           return_counts: builtins.bool = False,
+                           dim: builtins.int | None = None) -> Any:
+        """The first element of each run of equal consecutive elements (flattened)."""
 
     # mpiflow.ops.shape
     @property
