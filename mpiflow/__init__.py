@@ -34,6 +34,7 @@ from . import (  # noqa: E402
     comm,
     distributed,
     env,
+    fft,
     nn,
     ops,
     optim,
