@@ -557,3 +557,7 @@ UNSAMPLED: dict[str, str] = {}
 from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
 
 SAMPLES.update(_INDEXING)
+
+from .samples_spectral import SAMPLES as _SPECTRAL  # noqa: E402 - the FFT ops
+
+SAMPLES.update(_SPECTRAL)

@@ -51,8 +51,8 @@ from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply, comm_extents
 from .shifts import pad
 
-__all__ = ["C2C", "C2R", "R2C", "c2c", "c2r", "complex_of", "moves_for", "r2c", "real_of",
-           "swap"]
+__all__ = ["C2C", "C2R", "R2C", "c2c", "c2r", "complex_of", "moves_for", "plan_moves", "r2c",
+           "real_of", "swap"]
 
 Shape = tuple[int, ...]
 Moves = tuple[tuple[int, int], ...]
@@ -102,33 +102,45 @@ def moves_for(x: Tensor, kind: str, dims: Sequence[int], sizes: Sequence[int]) -
     placement = x._placement
     if placement is None:
         return ()
-    return _moves(tuple(x.shape), tuple(x.sbp), tuple(placement.mesh_shape), kind,
+    return plan_moves(tuple(x.shape), tuple(x.sbp), tuple(placement.mesh_shape), kind,
                   tuple(dims), tuple(sizes))
 
 
 @functools.lru_cache(maxsize=1024)
-def _moves(shape: Shape, sbp: tuple[Any, ...], mesh: Shape, kind: str, dims: Shape,
-           sizes: Shape) -> Moves:
+def plan_moves(shape: Shape, sbp: tuple[Any, ...], mesh: Shape, kind: str, dims: Shape,
+               sizes: Shape) -> Moves:
+    """:func:`moves_for` of a tensor of ``shape`` laid out as ``sbp`` on a mesh of ``mesh``.
+
+    Examples:
+        >>> plan_moves((4, 6), (Split(0),), (2,), "c2c", (0, 1), (4, 6))
+        ((0, 1),)
+    """
     groups, busy = _groups(sbp, mesh, dims)
-    if not groups:
-        return ()
+    if not groups:  # one rank (or mesh axes of one): plan as the same split on more ranks
+        groups, busy = _groups(sbp, mesh, dims, singles=True)
+        if not groups:
+            return ()
     split = tuple(groups)
     sizes_g = tuple(math.prod(mesh[a] for a in axes) for axes in groups.values())
     chosen = _plan(shape, dims, kind, split, sizes_g, tuple(busy), None, sizes)
-    return tuple(zip(split, chosen.splits))
+    pairs = list(zip(split, chosen.splits))
+    for axis, s in enumerate(sbp):  # a mesh axis of one rank beside others keeps its split
+        if isinstance(s, Split) and s.dim in dims and all(s.dim not in p for p in pairs):
+            pairs.append((s.dim, s.dim))
+    return tuple(pairs)
 
 
 _plan = functools.lru_cache(maxsize=1024)(plan)
 
 
-def _groups(sbp: Sequence[Any], mesh: Sequence[int], dims: Sequence[int]
-            ) -> tuple[dict[int, list[int]], list[int]]:
-    """The mesh axes (of more than one rank) splitting each transformed dim, and the other
-    split dims."""
+def _groups(sbp: Sequence[Any], mesh: Sequence[int], dims: Sequence[int],
+            singles: bool = False) -> tuple[dict[int, list[int]], list[int]]:
+    """The mesh axes (of more than one rank, unless ``singles``) splitting each transformed
+    dim, and the other split dims."""
     groups: dict[int, list[int]] = {}
     busy = []
     for axis, s in enumerate(sbp):
-        if isinstance(s, Split) and mesh[axis] > 1:
+        if isinstance(s, Split) and (mesh[axis] > 1 or singles):
             if s.dim in dims:
                 groups.setdefault(s.dim, []).append(axis)
             else:
@@ -308,9 +320,13 @@ def _r2c_grad(g: Tensor, operands: Any, out: Tensor, *, dims: tuple[int, ...],
 def _c2r_grad(g: Tensor, operands: Any, out: Tensor, *, dims: tuple[int, ...],
               sizes: tuple[int, ...], norm: str, source: Shape, forward: bool = True,
               moves: Moves = ()) -> tuple[Tensor]:
-    back = r2c(g, dims, sizes, swap(norm), not forward)
     n = sizes[-1]
     half = n // 2 + 1
+    if operands[0].dtype.numpy.kind != "c":  # a real input: the real part of the same
+        back = _resize(c2c(g, dims, sizes, swap(norm), not forward, real=True), dims[-1:],
+                       [half])
+    else:
+        back = r2c(g, dims, sizes, swap(norm), not forward)
     if n - half > 0:  # entries standing for two of the whole spectrum (k and n - k)
         weights = numpy.ones(half, dtype=real_of(back.dtype.numpy))
         weights[1:n - half + 1] = 2
