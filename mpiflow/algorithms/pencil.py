@@ -36,11 +36,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+
 from ..communication import Communicator
 from ..core.array_module import array_module
 from .ranges import balanced, offsets
 
-__all__ = ["KINDS", "Pencil", "Plan", "Transfer", "exchange", "plan"]
+__all__ = ["KINDS", "Pencil", "Plan", "Transfer", "all_to_all", "exchange", "plan", "scratch"]
 
 Shape = tuple[int, ...]
 KINDS = ("c2c", "r2c", "c2r")
@@ -191,15 +193,46 @@ def exchange(local: Any, comm: Communicator, split: int, whole: int,
     recv_counts = [s * whole_counts[me] * inner for s in split_counts]
     recv = xp.empty((sum(split_counts), whole_counts[me], *view.shape[2:]), dtype=local.dtype)
     if sum(split_counts) * sum(whole_counts) * inner:  # the same on every member
-        send = xp.empty(sum(send_counts), dtype=local.dtype)
+        send = scratch(xp, sum(send_counts), local.dtype)
         at = 0
         for q in range(k):
             block = view[:, starts[q]:starts[q + 1]]
             send[at:at + send_counts[q]].reshape(block.shape)[...] = block
             at += send_counts[q]
-        comm.all_to_all_v(send, send_counts, recv.reshape(-1), recv_counts)
+        all_to_all(comm, send, send_counts, recv.reshape(-1), recv_counts,
+                   len(set(split_counts)) == 1 and len(set(whole_counts)) == 1)
     inverse = [order.index(n) for n in range(local.ndim)]
     return xp.transpose(recv, inverse)
+
+
+_SCRATCH: dict[tuple[numpy.dtype, int], Any] = {}
+SCRATCH_LIMIT = 1 << 30  # bytes: a larger send buffer is made for the call and dropped
+
+
+def scratch(xp: Any, n: int, dtype: Any, slot: int = 0) -> Any:
+    """A 1-D array of ``n`` elements of ``dtype`` to pack a send buffer into, reused from
+    call to call for numpy (fresh memory costs a page fault per 4 KiB, as much as the packing
+    itself for large transposes); its contents are garbage. Only for buffers that no caller
+    holds after the collective (CuPy's memory pool does the same for its arrays); ``slot``
+    tells apart buffers in use at once (a send and a receive buffer)."""
+    dtype = numpy.dtype(dtype)
+    if xp is not numpy or n * dtype.itemsize > SCRATCH_LIMIT:
+        return xp.empty(n, dtype=dtype)
+    held = _SCRATCH.get((dtype, slot))
+    if held is None or held.size < n:
+        held = _SCRATCH[(dtype, slot)] = numpy.empty(n, dtype=dtype)
+    return held[:n]
+
+
+def all_to_all(comm: Communicator, send: Any, send_counts: Sequence[int], recv: Any,
+               recv_counts: Sequence[int], even: bool) -> None:
+    """``all_to_all_v``, or the plain ``all_to_all`` where ``even`` says that every rank
+    sends every other the same count (a fact of the global counts: every rank must pass the
+    same ``even``)."""
+    if even:
+        comm.all_to_all(send, recv)
+    else:
+        comm.all_to_all_v(send, send_counts, recv, recv_counts)
 
 
 # -- planning a transform along several dims ----------------------------------------------------

@@ -48,7 +48,7 @@ from ..communication import Communicator
 from ..core.array_module import array_module
 from .exchange import fetch, front, unfront
 from .fftlocal import library, scale
-from .pencil import exchange
+from .pencil import all_to_all, exchange, scratch
 from .ranges import Range, balanced, offsets
 
 __all__ = ["factor", "fft_along", "irfft_along", "rfft_along"]
@@ -134,19 +134,26 @@ def _six_step(x: Any, comm: Communicator, counts: Sequence[int], valid: int, n: 
     cstart = offsets(cols)
     send_counts = [(a1 - a0) * k * width for k in cols]
     recv_counts = [(s1 - s0) * cols[me] * width for s0, s1 in spans]
-    send = xp.empty(sum(send_counts), dtype=x.dtype)
+    send = scratch(xp, sum(send_counts), x.dtype)
     at = 0
     for q in range(p):
         block = mine[:, cstart[q]:cstart[q + 1]]
         send[at:at + send_counts[q]].reshape(block.shape)[...] = block
         at += send_counts[q]
-    recv = xp.empty(sum(recv_counts), dtype=x.dtype)
-    comm.all_to_all_v(send, send_counts, recv, recv_counts)
-    columns = xp.zeros((r, cols[me], width), dtype=x.dtype)
-    at = 0
-    for (s0, s1), count in zip(spans, recv_counts):
-        _add_rows(columns, s0, recv[at:at + count].reshape(s1 - s0, cols[me], width))
-        at += count
+    tiled = all(a1 == b0 for (_, a1), (b0, _) in zip(spans, spans[1:])) and \
+        spans[0][0] == 0 and spans[-1][1] == r
+    even = len({s1 - s0 for s0, s1 in spans}) == 1 and len(set(cols)) == 1
+    if tiled:  # whole rows, each from one rank, in order: received where they belong
+        columns = xp.empty((r, cols[me], width), dtype=x.dtype)
+        all_to_all(comm, send, send_counts, columns.reshape(-1), recv_counts, even)
+    else:
+        recv = xp.empty(sum(recv_counts), dtype=x.dtype)
+        all_to_all(comm, send, send_counts, recv, recv_counts, even)
+        columns = xp.zeros((r, cols[me], width), dtype=x.dtype)
+        at = 0
+        for (s0, s1), count in zip(spans, recv_counts):
+            _add_rows(columns, s0, recv[at:at + count].reshape(s1 - s0, cols[me], width))
+            at += count
     # 2: down the columns, then the twiddles (with the norm's factor)
     columns = lib.fft(columns, axis=0, norm="backward") if sign < 0 else \
         lib.ifft(columns, axis=0, norm="forward")
@@ -167,13 +174,14 @@ def _six_step(x: Any, comm: Communicator, counts: Sequence[int], valid: int, n: 
     rstart = offsets(rows)
     send_counts = [(w1 - w0) * rows[me] * width for w0, w1 in wants]
     recv_counts = [(wants[me][1] - wants[me][0]) * k * width for k in rows]
-    send = xp.empty(sum(send_counts), dtype=x.dtype)
+    send = scratch(xp, sum(send_counts), x.dtype)
     at = 0
     for (w0, w1), count in zip(wants, send_counts):
         send[at:at + count] = turned[w0:w1].reshape(-1)
         at += count
-    recv = xp.empty(sum(recv_counts), dtype=x.dtype)
-    comm.all_to_all_v(send, send_counts, recv, recv_counts)
+    recv = scratch(xp, sum(recv_counts), x.dtype, slot=1)  # copied out below
+    all_to_all(comm, send, send_counts, recv, recv_counts,
+               len({w1 - w0 for w0, w1 in wants}) == 1 and len(set(rows)) == 1)
     w0, w1 = wants[me]
     out = xp.empty((w1 - w0, r, width), dtype=x.dtype)
     at = 0

@@ -19,6 +19,13 @@ from mpiflow.communication import count_collectives
 
 pytestmark = pytest.mark.mpi
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
+
+
+def _alltoalls(calls: dict[str, int]) -> int:
+    """The all-to-alls counted (plain where every count is the same, else ``_v``), checking
+    that nothing else communicated."""
+    assert set(calls) <= {"all_to_all", "all_to_all_v"}, dict(calls)
+    return calls["all_to_all"] + calls["all_to_all_v"]
 ALL = flow.placement("cpu", list(range(SIZE)))
 S = flow.sbp.split
 B = flow.sbp.broadcast
@@ -111,12 +118,12 @@ def test_fft2_of_a_row_split_returns_column_split_after_one_all_to_all() -> None
     with count_collectives() as calls:
         y = flow.fft.fft2(t)
     assert y.sbp == (S(1),)
-    assert dict(calls) == ({"all_to_all_v": 1} if SIZE > 1 else {})
+    assert _alltoalls(calls) == (1 if SIZE > 1 else 0)
     _close(y, numpy.fft.fft2(x))
     with count_collectives() as calls:
         back = flow.fft.ifft2(y)
     assert back.sbp == (S(0),)
-    assert dict(calls) == ({"all_to_all_v": 1} if SIZE > 1 else {})
+    assert _alltoalls(calls) == (1 if SIZE > 1 else 0)
     _close(back, x.astype(numpy.complex128))
 
 
@@ -127,11 +134,11 @@ def test_real_2d_transforms_move_the_half_spectrum_once() -> None:
     with count_collectives() as calls:
         h = flow.fft.rfft2(t)
     assert h.sbp == (S(1),) and tuple(h.shape) == (6, 6)
-    assert dict(calls) == ({"all_to_all_v": 1} if SIZE > 1 else {})
+    assert _alltoalls(calls) == (1 if SIZE > 1 else 0)
     with count_collectives() as calls:
         back = flow.fft.irfft2(h, s=(6, 10))
     assert back.sbp == (S(0),)
-    assert dict(calls) == ({"all_to_all_v": 1} if SIZE > 1 else {})
+    assert _alltoalls(calls) == (1 if SIZE > 1 else 0)
     _close(back, x)
 
 
@@ -162,7 +169,7 @@ def test_pencils_on_a_2d_mesh() -> None:
     with count_collectives() as calls:
         y = flow.fft.fftn(t)
     assert y.sbp == (S(1), S(2))
-    assert calls["all_to_all_v"] == 2
+    assert _alltoalls(calls) == 2
     _close(y, numpy.fft.fftn(x))
     for sbp in ([S(0), S(0)], [S(2), B], [S(1), S(2)], [B, S(0)]):
         t = flow.tensor(x, placement=mesh, sbp=sbp)
