@@ -173,8 +173,9 @@ def exchange(local: Any, comm: Communicator, split: int, whole: int,
         >>> k, me = comm.size, comm.rank
         >>> whole = numpy.arange(4 * k * 3).reshape(2 * k, 6)
         >>> mine = whole[2 * me:2 * me + 2]
+        >>> cols = offsets(balanced(6, k))
         >>> got = exchange(mine, comm, 0, 1, [2] * k, balanced(6, k))
-        >>> bool((got == whole[:, offsets(balanced(6, k))[me]:offsets(balanced(6, k))[me + 1]]).all())
+        >>> bool((got == whole[:, cols[me]:cols[me + 1]]).all())
         True
     """
     xp = array_module(local)
@@ -308,7 +309,7 @@ def plan(shape: Sequence[int], dims: Sequence[int], kind: str, splits: Sequence[
         cost, _, (state, done), steps = heapq.heappop(queue)
         # every dim that may be transformed locally now is: doing it early never costs
         ready = [t for t in dims if t not in done and t not in state]
-        ready_now = []
+        ready_now: list[int] = []
         for t in ready:
             if _may_transform(t, done | frozenset(ready_now), dims, kind):
                 ready_now.append(t)

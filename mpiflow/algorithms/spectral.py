@@ -38,6 +38,7 @@ Examples:
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -140,7 +141,7 @@ def _six_step(x: Any, comm: Communicator, counts: Sequence[int], valid: int, n: 
         block = mine[:, cstart[q]:cstart[q + 1]]
         send[at:at + send_counts[q]].reshape(block.shape)[...] = block
         at += send_counts[q]
-    tiled = all(a1 == b0 for (_, a1), (b0, _) in zip(spans, spans[1:])) and \
+    tiled = all(a1 == b0 for (_, a1), (b0, _) in itertools.pairwise(spans)) and \
         spans[0][0] == 0 and spans[-1][1] == r
     even = len({s1 - s0 for s0, s1 in spans}) == 1 and len(set(cols)) == 1
     if tiled:  # whole rows, each from one rank, in order: received where they belong
@@ -303,7 +304,6 @@ def rfft_along(local: Any, comm: Communicator, axis: int, counts: Sequence[int],
     the complex one (``out_counts`` add up to that), complex of ``local``'s precision."""
     half = n // 2 + 1
     _check(local, comm, axis, counts, n, out_counts, half)
-    xp = array_module(local)
     complex_type = numpy.result_type(local.dtype, numpy.complex64)
     return fft_along(local.astype(complex_type), comm, axis, counts, n, out_counts, norm=norm)
 
@@ -333,9 +333,9 @@ def irfft_along(local: Any, comm: Communicator, axis: int, counts: Sequence[int]
     lo, hi = starts[me], starts[me + 1]
     full = xp.zeros((hi - lo, rows.shape[1]), dtype=numpy.result_type(rows.dtype,
                                                                        numpy.complex64))
-    direct = max(0, min(hi, half, have) - lo)
-    full[:direct] = got[:direct]
-    mirrored = got[direct:]
+    kept = max(0, min(hi, half, have) - lo)
+    full[:kept] = got[:kept]
+    mirrored = got[kept:]
     if mirrored.shape[0]:
         # rows j = j0 .. j1-1 (increasing) belong at k = n - j (decreasing)
         j0 = max(n - hi + 1, 0)

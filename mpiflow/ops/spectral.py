@@ -124,7 +124,7 @@ def plan_moves(shape: Shape, sbp: tuple[Any, ...], mesh: Shape, kind: str, dims:
     sizes_g = tuple(math.prod(mesh[a] for a in axes) for axes in groups.values())
     chosen = _plan(shape, dims, kind, split, sizes_g, tuple(busy), None, sizes)
     pairs = list(zip(split, chosen.splits))
-    for axis, s in enumerate(sbp):  # a mesh axis of one rank beside others keeps its split
+    for s in sbp:  # a mesh axis of one rank beside others keeps its split
         if isinstance(s, Split) and s.dim in dims and all(s.dim not in p for p in pairs):
             pairs.append((s.dim, s.dim))
     return tuple(pairs)

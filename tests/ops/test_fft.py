@@ -176,7 +176,8 @@ def test_pencils_on_a_2d_mesh() -> None:
         _close(flow.fft.fftn(t, dim=(0, 2)), numpy.fft.fftn(x, axes=(0, 2)), f"{sbp}")
         _close(flow.fft.rfftn(flow.tensor(x.real.copy(), placement=mesh, sbp=sbp)),
                numpy.fft.rfftn(x.real), f"rfftn {sbp}")
-        _close(flow.fft.irfftn(t, s=(6, 5, 9)), numpy.fft.irfftn(x, s=(6, 5, 9), axes=(0, 1, 2)), f"irfftn {sbp}")
+        _close(flow.fft.irfftn(t, s=(6, 5, 9)),
+               numpy.fft.irfftn(x, s=(6, 5, 9), axes=(0, 1, 2)), f"irfftn {sbp}")
 
 
 def test_a_partial_sum_stays_partial() -> None:
@@ -246,3 +247,19 @@ def test_bad_input_raises_the_same_error_on_every_rank() -> None:
         flow.fft.fftn(t, s=(3,), dim=(0, 1))
     with pytest.raises(ValueError, match="Invalid number of data points"):
         flow.fft.irfft(_split(numpy.ones(1, complex), 0))
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.skipif(flow.cuda.unavailable_reason() is not None,
+                    reason=flow.cuda.unavailable_reason() or "")
+def test_cuda_placements_run_cufft() -> None:
+    cp = flow.cuda.require()
+    x = _signal((6, 10), 13)
+    gpus = flow.placement("cuda", list(range(SIZE)))
+    t = flow.tensor(x, placement=gpus, sbp=S(0))
+    y = flow.fft.fft2(t)
+    assert y.sbp == (S(1),) and isinstance(y.to_local()._data, cp.ndarray)
+    _close(y, numpy.fft.fft2(x))
+    _close(flow.fft.irfft(flow.fft.rfft(flow.tensor(x.real.copy(), placement=gpus, sbp=S(0)),
+                                        dim=0), n=6, dim=0), x.real)
