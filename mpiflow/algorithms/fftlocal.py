@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["NORMS", "c2c", "c2r", "kernel_name", "library", "r2c", "scale"]
+__all__ = ["NORMS", "c2c", "c2r", "kernel_name", "library", "plain", "r2c", "scale"]
 
 NORMS = ("backward", "ortho", "forward")
 
@@ -91,3 +91,13 @@ def c2r(xp: ModuleType, a: Any, dims: Sequence[int], sizes: Sequence[int], norm:
     """numpy's ``irfftn``: the inverse complex transforms along all of ``dims`` but the last,
     then the Hermitian one along it, to ``sizes[-1]`` real values."""
     return library(xp).irfftn(a, s=tuple(sizes), axes=tuple(dims), norm=norm)
+
+
+def plain(xp: ModuleType, a: Any, sign: int, overwrite: bool = False) -> Any:
+    """The unscaled transform of ``a`` along its last dim (``sign`` -1: forward); with
+    ``overwrite``, ``a``'s memory may be reused (``scipy.fft`` only)."""
+    lib = library(xp)
+    extra = {"overwrite_x": True} if overwrite and lib.__name__ == "scipy.fft" else {}
+    if sign < 0:
+        return lib.fft(a, axis=-1, norm="backward", **extra)
+    return lib.ifft(a, axis=-1, norm="forward", **extra)
