@@ -45,6 +45,7 @@ from ..algorithms.pencil import Pencil, plan
 from ..algorithms.spectral import fft_along, irfft_along, rfft_along
 from ..communication import Communicator
 from ..layouts.sbp import Split, partial_sum
+from ..runtime import topology
 from ..tensors.creation import tensor
 from ..tensors.tensor import Tensor
 from . import pointwise as pw
@@ -103,7 +104,7 @@ def moves_for(x: Tensor, kind: str, dims: Sequence[int], sizes: Sequence[int]) -
     if placement is None:
         return ()
     return plan_moves(tuple(x.shape), tuple(x.sbp), tuple(placement.mesh_shape), kind,
-                  tuple(dims), tuple(sizes))
+                      tuple(dims), tuple(sizes))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -178,7 +179,7 @@ def _group_comm(ctx: Context, axes: Sequence[int]) -> Communicator:
     key = (id(ctx.comm), tuple(axes))
     held = _COMMS.get(key)
     if held is None or held[0] is not ctx.comm:
-        coords = ctx.placement.coordinates(_rank(ctx))
+        coords = ctx.placement.coordinates(topology.rank)
         assert coords is not None
         mesh = ctx.placement.mesh_shape
         rest = [a for a in ctx.comm_axes if a not in axes]
@@ -188,12 +189,6 @@ def _group_comm(ctx: Context, axes: Sequence[int]) -> Communicator:
         _COMMS[key] = held
     assert held[1] is not None
     return held[1]
-
-
-def _rank(ctx: Context) -> int:
-    from ..runtime import topology
-
-    return topology.rank
 
 
 def _kernel(ctx: Context, a: Any, *, kind: str, dims: tuple[int, ...],
@@ -228,7 +223,7 @@ def _pencils(ctx: Context, a: Any, kind: str, dims: tuple[int, ...], sizes: tupl
                      tuple(busy), final, sizes)
     done = _extents(source, kind, dims, sizes)  # each dim's extent once transformed
     logical = list(source)
-    rank = _rank(ctx)
+    rank = topology.rank
 
     def counts(g: int, dim: int) -> tuple[int, ...]:
         return comm_extents(tuple(logical), placement, tuple(sbp), axes[g], rank, dim)
