@@ -563,8 +563,10 @@ UNSAMPLED: dict[str, str] = {}
 
 from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
 from .samples_more import SAMPLES as _MORE  # noqa: E402 - more elementwise ops, slices
+from .samples_spectral import SAMPLES as _SPECTRAL  # noqa: E402 - the FFT ops
 from .samples_stats import SAMPLES as _STATS  # noqa: E402 - sorting and statistics
 
 SAMPLES.update(_INDEXING)
 SAMPLES.update(_MORE)
 SAMPLES.update(_STATS)
+SAMPLES.update(_SPECTRAL)
