@@ -128,10 +128,10 @@ def test_linear_matches_the_composite(shape: tuple[int, ...], bias: bool) -> Non
     fused_r, plain_r = results
     assert_array_equal(fused_r[0], plain_r[0])       # forward: the same BLAS call and add
     assert_array_equal(fused_r[1], plain_r[1])       # dx = g @ w either way
-    if len(shape) == 2:
-        assert_array_equal(fused_r[2], plain_r[2])   # g^T @ x and (x^T @ g)^T: same bits
-    else:  # one product over the flattened batch, not per batch entry then summed
-        assert_allclose(fused_r[2], plain_r[2], rtol=1e-5, atol=1e-4)
+    # g^T @ x against (x^T @ g)^T, and over a batch one product of the flattened batch against
+    # one per entry then summed: the same sums, but OpenBLAS may order them differently by
+    # version and CPU, so only close (a bitwise claim broke with numpy 2.4's OpenBLAS)
+    assert_allclose(fused_r[2], plain_r[2], rtol=1e-5, atol=1e-4)
     if bias:
         assert_array_equal(fused_r[3], plain_r[3])
     assert fused_r[2].flags.c_contiguous
@@ -148,9 +148,9 @@ def test_linear_swapped_product_matches(shape: tuple[int, int, int]) -> None:
     out = F.linear(x, w, b).numpy()
     assert out.flags.c_contiguous
     want = x.numpy() @ w.numpy().T + b.numpy()
+    # (w @ x^T)^T and x @ w^T: the same products, summed in an order OpenBLAS picks per version
+    # and CPU, so close rather than bitwise
     assert_allclose(out, want, rtol=1e-5, atol=1e-4)
-    if "openblas" in str(numpy.show_config(mode="dicts")).lower():
-        assert_array_equal(out, want)  # the same sums in the same order
 
 
 @pytest.mark.parametrize("shape", [(32, 512, 1024), (64, 300, 257), (65, 512, 1024)])
@@ -164,8 +164,7 @@ def test_linear_swapped_input_gradient_matches(shape: tuple[int, int, int]) -> N
     assert x.grad.numpy().flags.c_contiguous
     want = g.astype(numpy.float64) @ w.numpy().astype(numpy.float64)
     assert_allclose(x.grad.numpy(), want, rtol=1e-4, atol=1e-4)
-    if n % 64 == 0 and "openblas" in str(numpy.show_config(mode="dicts")).lower():
-        assert_array_equal(x.grad.numpy(), g @ w.numpy())  # the same BLAS call, swapped
+    assert_allclose(x.grad.numpy(), g @ w.numpy(), rtol=1e-5, atol=1e-4)
 
 
 def test_linear_falls_back_where_it_does_not_apply() -> None:
