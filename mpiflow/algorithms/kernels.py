@@ -42,7 +42,7 @@ import numpy
 
 from ..core.array_module import array_module
 
-__all__ = ["GEMM_MIN_FLOPS", "KERNELS_ENV", "cholesky_ex", "describe", "eigh", "inv_ex",
+__all__ = ["GEMM_MIN_FLOPS", "KERNELS_ENV", "cholesky_ex", "describe", "det", "eigh", "inv_ex",
            "library", "lstsq", "matmul", "qr", "slogdet", "solve_ex", "solve_triangular",
            "svd", "threads"]
 
@@ -338,6 +338,19 @@ def slogdet(a: Any) -> tuple[Any, Any]:
             return _np(sign), _np(logabs)
     sign, logabs = array_module(a).linalg.slogdet(a)
     return sign, logabs
+
+
+def det(a: Any) -> Any:
+    """The determinants of square ``(*, n, n)`` (LU).
+
+    Examples:
+        >>> float(det(numpy.eye(3) * 2))
+        8.0
+    """
+    if _torch_ok("factorizations", a):
+        with _torch_threads() as torch:
+            return _np(torch.linalg.det(_t(a)))
+    return array_module(a).linalg.det(a)
 
 
 def solve_triangular(a: Any, b: Any, upper: bool) -> Any:
