@@ -553,3 +553,7 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 
 #: op name -> why it has no samples (none so far: every op is swept).
 UNSAMPLED: dict[str, str] = {}
+
+from .samples_linalg import SAMPLES as _LINALG  # noqa: E402 - the family's generators
+
+SAMPLES.update(_LINALG)

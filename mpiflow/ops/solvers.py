@@ -19,6 +19,7 @@ Gradients: ``solve_ex`` (``dB = A^-H g``, ``dA = -dB X^H``), ``inv_ex`` (``-X^H 
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy
@@ -356,7 +357,7 @@ def _slogdet_kernel(ctx: Context, a: Any, **_: Any) -> tuple[Any, Any]:
 
 
 SLOGDET = OpDef("slogdet", _slogdet_kernel, lambda shape, **_: _det_shape(shape),
-                lambda shape, **_: batch_splits(shape, [True, True]),
+                lambda shape, **_: batch_splits(shape, [True]),  # one layout for both
                 lambda dtype, **_: (real_dtype(dtype), dtype), _slogdet_grad, outputs=2)
 
 
@@ -438,6 +439,11 @@ def _from_r(xp: Any, r: Any, n: int, rcond: float) -> tuple[Any, Any, Any, Any]:
 def _small(xp: Any, a: Any, b: Any, rcond: float) -> tuple[Any, Any, Any]:
     """:func:`~mpiflow.algorithms.kernels.lstsq` of each matrix of a batch."""
     batch = a.shape[:-2]
+    k = min(a.shape[-2:])
+    if math.prod(batch) == 0:  # a rank's empty part of a split batch
+        real = real_dtype(a.dtype)
+        return (xp.zeros((*batch, a.shape[-1], b.shape[-1]), dtype=a.dtype),
+                xp.zeros(batch, dtype=numpy.int64), xp.zeros((*batch, k), dtype=real))
     xs, ranks, svs = [], [], []
     for i in numpy.ndindex(*batch):
         x, rank, s = kernels.lstsq(a[i], b[i], rcond)
@@ -446,7 +452,7 @@ def _small(xp: Any, a: Any, b: Any, rcond: float) -> tuple[Any, Any, Any]:
         svs.append(s)
     solution = xp.stack(xs).reshape(*batch, a.shape[-1], b.shape[-1])
     rank_array = xp.asarray(numpy.array(ranks, numpy.int64).reshape(batch))
-    return solution, rank_array, xp.stack(svs).reshape(*batch, min(a.shape[-2:]))
+    return solution, rank_array, xp.stack(svs).reshape(*batch, k)
 
 
 def _lstsq_kernel(ctx: Context, a: Any, b: Any, *, driver: str, rcond: float
