@@ -147,7 +147,6 @@ def agree(name: str, info: Tensor, what: str) -> None:
     if bad.size == 0:
         return
     first = int(bad[0])
-    where = "" if codes.ndim == 0 else (
-        f"(batch element {numpy.unravel_index(first, codes.shape)}) ")
+    where = "" if codes.ndim == 0 else f"(Batch element {first}): "  # flat, as torch
     code = int(codes.reshape(-1)[first])
     raise LinAlgError(f"linalg.{name}: {where}{what.format(code=code)}")
