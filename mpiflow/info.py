@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from . import runtime as _runtime
 from ._version import __version__
+from .algorithms import kernels
 from .communication.form import describe as describe_form
 from .communication.gpu.transport import (
     cuda_aware_mpi,
@@ -109,6 +110,7 @@ def collect() -> dict[str, str]:
         "CUDA-aware MPI": _cuda_aware(),
         "GPU transport": describe_transport(),
         "torch": _version_of("torch"),
+        "linalg kernels": kernels.describe(),
     }
 
 
