@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> str:
     rank, size = flow.env.get_rank(), flow.env.get_world_size()
     placement = flow.placement("cpu", list(range(size)))
     data = make_data(args.samples, args.features, args.rank, placement, args.seed)
-    variance, components, scores = pca(data, args.components)
+    variance, _, scores = pca(data, args.components)
     ratios = variance.numpy() / variance.numpy().sum()
     spread = scores[:, 0].std().item()
     summary = (f"pca_tsqr n={args.samples} d={args.features}: explained variance ratio "

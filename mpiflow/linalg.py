@@ -119,4 +119,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         if A.is_global:
             return tensor(eye.copy(), placement=A.placement, sbp=A.sbp)
         return tensor(eye.copy())
-    return result  # type: ignore[no-any-return]
+    return result

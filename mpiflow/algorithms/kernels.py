@@ -1,24 +1,25 @@
 """Local dense kernels (GEMM and LAPACK factorizations), from the fastest library at hand.
 
 Every linear-algebra op and algorithm of mpiflow calls these on this rank's arrays. Which
-library runs them is chosen once per process, by a rule that gives the same choice on every
-rank (a replicated result must have the same bits everywhere, so the choice may not depend on
-timings), and ``python -m mpiflow info`` reports it (:func:`describe`):
+library runs each family of kernels is chosen once per process, by a rule that gives the same
+choice on every rank (a replicated result must have the same bits everywhere, so the choice
+may not depend on timings), and ``python -m mpiflow info`` reports it (:func:`describe`).
+The rule (:data:`DEFAULTS`) is what the science suite's kernel table measured here (AMD EPYC,
+one thread per rank; ``docs/benchmarks/science.md``):
 
-- **factorizations** (QR, SVD, eigh, Cholesky, LU solve, inverse, determinants, least
-  squares): PyTorch's (MKL's LAPACK on the same memory: ``torch.from_numpy``, no copy) when
-  torch is importable, else numpy's. Measured here (AMD EPYC, one thread): QR of 200000x64
-  float64 about 3x faster, its R alone 1.5-3x, singular values 2-4x.
-- **GEMM** (:func:`matmul`): numpy's BLAS by default. The same measurement found MKL's GEMM
-  no faster than numpy's OpenBLAS on this CPU (float32 even, float64 25-40% slower), so torch
-  runs it only where asked (``MPIFLOW_GEMM=torch``); products below :data:`GEMM_MIN_FLOPS`
-  always stay with numpy (torch's call costs a few microseconds more).
+- ``qr`` and ``svd``: PyTorch's LAPACK (MKL), on the same memory (``torch.from_numpy``, no
+  copy), when torch is importable: the QR of a tall 200000 x 64 matrix 2-3x faster than
+  numpy's (whose ``orgqr`` is slow), its singular values about 2x;
+- ``gemm``, ``lu`` (solve, inverse, determinants), ``cholesky``, ``eigh``: numpy's OpenBLAS,
+  which MKL did not beat on this CPU (GEMM even for float32, 25-40% slower for float64; LU,
+  Cholesky and eigh 10-30% slower). On a CPU where MKL is faster, ``MPIFLOW_KERNELS=torch``
+  gives torch every family but GEMM, and ``MPIFLOW_GEMM=torch`` GEMM too (products below
+  :data:`GEMM_MIN_FLOPS` always stay with numpy: torch's call costs microseconds more).
 
-``MPIFLOW_KERNELS=numpy`` makes numpy run everything (``torch`` the factorizations, the
-default where torch is installed). The results agree with numpy's to rounding: a product
-within ``k * eps * |A| |B|`` elementwise, a factorization within its backward error
-(``eps * |A|`` times a small multiple of the size); factors whose signs are not unique (the
-columns of Q, singular and eigen vectors) are normalised by the ops, not here.
+``MPIFLOW_KERNELS=numpy`` makes numpy run everything. The results agree with numpy's to
+rounding: a product within ``k * eps * |A| |B|`` elementwise, a factorization within its
+backward error (``eps * |A|`` times a small multiple of the size); factors whose signs are
+not unique (the columns of Q, singular and eigen vectors) are normalised by the ops.
 
 **Threads.** The BLAS/LAPACK threads are the user's to ask for: torch's kernels run with
 ``MPIFLOW_KERNEL_THREADS`` threads, else ``OMP_NUM_THREADS`` (which ``mpiflow.launch`` sets to
@@ -42,12 +43,12 @@ import numpy
 
 from ..core.array_module import array_module
 
-__all__ = ["GEMM_MIN_FLOPS", "KERNELS_ENV", "cholesky_ex", "describe", "det", "eigh", "inv_ex",
-           "library", "lstsq", "matmul", "qr", "slogdet", "solve_ex", "solve_triangular",
-           "svd", "threads"]
+__all__ = ["DEFAULTS", "FAMILIES", "GEMM_MIN_FLOPS", "KERNELS_ENV", "cholesky_ex", "choose_again",
+           "describe", "det", "eigh", "inv_ex", "library", "lstsq", "matmul", "qr", "slogdet",
+           "solve_ex", "solve_triangular", "svd", "threads"]
 
 KERNELS_ENV = "MPIFLOW_KERNELS"
-"""``numpy`` or ``torch``: the library of the factorizations (default: torch if installed)."""
+"""``numpy`` or ``torch``: the library of every factorization family (default: DEFAULTS)."""
 GEMM_ENV = "MPIFLOW_GEMM"
 THREADS_ENV = "MPIFLOW_KERNEL_THREADS"
 GEMM_MIN_FLOPS = 1 << 24
@@ -58,32 +59,55 @@ _torch: ModuleType | None = None
 _choice: dict[str, str] | None = None
 
 
+FAMILIES = ("gemm", "qr", "svd", "eigh", "lu", "cholesky")
+DEFAULTS = {"gemm": "numpy", "qr": "torch", "svd": "torch", "eigh": "numpy", "lu": "numpy",
+            "cholesky": "numpy"}
+"""Each family's library where torch is importable and nothing is asked for."""
+
+
 def _choose() -> dict[str, str]:
     """The library of each kernel family, chosen once (the same on every rank)."""
     global _choice, _torch
     if _choice is not None:
         return _choice
-    wanted = os.environ.get(KERNELS_ENV, "").strip().lower() or "torch"
-    gemm = os.environ.get(GEMM_ENV, "").strip().lower() or "numpy"
+    wanted = os.environ.get(KERNELS_ENV, "").strip().lower()
+    gemm = os.environ.get(GEMM_ENV, "").strip().lower()
     for name, value in ((KERNELS_ENV, wanted), (GEMM_ENV, gemm)):
-        if value not in ("numpy", "torch"):
+        if value not in ("", "numpy", "torch"):
             raise ValueError(f"{name}={value!r}: expected 'numpy' or 'torch'")
+    choice = dict(DEFAULTS)
+    if wanted:
+        choice.update({f: wanted for f in FAMILIES if f != "gemm"})
+    if gemm:
+        choice["gemm"] = gemm
+    elif wanted == "numpy":
+        choice["gemm"] = "numpy"
     torch = None
-    if "torch" in (wanted, gemm):
+    if "torch" in choice.values():
         try:
             torch = importlib.import_module("torch")
         except Exception:  # not installed, or broken: numpy runs everything
             torch = None
     _torch = torch
-    have = torch is not None
-    _choice = {"factorizations": "torch" if have and wanted == "torch" else "numpy",
-               "gemm": "torch" if have and gemm == "torch" else "numpy"}
+    _choice = {f: lib if torch is not None else "numpy" for f, lib in choice.items()}
     return _choice
 
 
+def choose_again() -> None:
+    """Forget the choice: the next kernel call chooses again from the environment (for
+    benchmarks and tests that compare the libraries; every rank must call it alike).
+
+    Examples:
+        >>> choose_again(); library("gemm") in ("numpy", "torch")
+        True
+    """
+    global _choice
+    _choice = None
+
+
 def library(family: str) -> str:
-    """``"torch"`` or ``"numpy"``: which library runs ``family`` (``"gemm"`` or
-    ``"factorizations"``) on numpy arrays in this process.
+    """``"torch"`` or ``"numpy"``: which library runs ``family`` (one of :data:`FAMILIES`)
+    on numpy arrays in this process.
 
     Examples:
         >>> library("gemm") in ("numpy", "torch")
@@ -111,17 +135,15 @@ def describe() -> str:
     """One line for ``python -m mpiflow info``: each family's library and the threads.
 
     Examples:
-        >>> "factorizations" in describe()
+        >>> "qr " in describe()
         True
     """
     choice = _choose()
-    parts = []
-    for family in ("gemm", "factorizations"):
-        lib = choice[family]
-        version = (numpy.__version__ if lib == "numpy" else
-                   str(getattr(_torch, "__version__", "?")))
-        parts.append(f"{family} {lib} {version}")
-    return f"{', '.join(parts)}; {threads()} thread(s) per rank"
+    names = ", ".join(f"{f} {choice[f]}" for f in FAMILIES)
+    versions = f"numpy {numpy.__version__}"
+    if _torch is not None:
+        versions += f", torch {getattr(_torch, '__version__', '?')}"
+    return f"{names} ({versions}); {threads()} thread(s) per rank"
 
 
 @contextlib.contextmanager
@@ -186,7 +208,7 @@ def qr(a: Any, mode: str = "reduced") -> tuple[Any, Any]:
         >>> float(abs(r[0, 0]))
         5.0
     """
-    if _torch_ok("factorizations", a):
+    if _torch_ok("qr", a):
         with _torch_threads() as torch:
             q, r = torch.linalg.qr(_t(a), mode=mode)
             return _np(q), _np(r)
@@ -206,7 +228,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
         >>> svd(numpy.diag([1.0, 3.0]), compute_uv=False).tolist()
         [3.0, 1.0]
     """
-    if _torch_ok("factorizations", a):
+    if _torch_ok("svd", a):
         with _torch_threads() as torch:
             if not compute_uv:
                 return _np(torch.linalg.svdvals(_t(a)))
@@ -227,7 +249,7 @@ def eigh(a: Any, upper: bool = False, eigenvectors: bool = True) -> Any:
         [1.0, 3.0]
     """
     uplo = "U" if upper else "L"
-    if _torch_ok("factorizations", a):
+    if _torch_ok("eigh", a):
         with _torch_threads() as torch:
             if not eigenvectors:
                 return _np(torch.linalg.eigvalsh(_t(a), UPLO=uplo))
@@ -270,7 +292,7 @@ def cholesky_ex(a: Any, upper: bool = False) -> tuple[Any, Any]:
         >>> cholesky_ex(numpy.array([[4.0, 2.0], [2.0, 5.0]]))[0].tolist()
         [[2.0, 0.0], [1.0, 2.0]]
     """
-    if _torch_ok("factorizations", a):
+    if _torch_ok("cholesky", a):
         with _torch_threads() as torch:
             factor, info = torch.linalg.cholesky_ex(_t(a), upper=upper)
             return _np(factor), info.numpy()
@@ -293,7 +315,7 @@ def solve_ex(a: Any, b: Any) -> tuple[Any, Any]:
         >>> solve_ex(numpy.eye(2) * 2, numpy.ones((2, 1)))[0].tolist()
         [[0.5], [0.5]]
     """
-    if _torch_ok("factorizations", a, b):
+    if _torch_ok("lu", a, b):
         with _torch_threads() as torch:
             x, info = torch.linalg.solve_ex(_t(a), _t(b))
             return _np(x), info.numpy()
@@ -314,7 +336,7 @@ def inv_ex(a: Any) -> tuple[Any, Any]:
         >>> inv_ex(numpy.eye(2) * 4)[0].tolist()
         [[0.25, 0.0], [0.0, 0.25]]
     """
-    if _torch_ok("factorizations", a):
+    if _torch_ok("lu", a):
         with _torch_threads() as torch:
             x, info = torch.linalg.inv_ex(_t(a))
             return _np(x), info.numpy()
@@ -332,7 +354,7 @@ def slogdet(a: Any) -> tuple[Any, Any]:
         >>> [float(v) for v in slogdet(numpy.eye(2) * -2)]
         [1.0, 1.3862943611198906]
     """
-    if _torch_ok("factorizations", a):
+    if _torch_ok("lu", a):
         with _torch_threads() as torch:
             sign, logabs = torch.linalg.slogdet(_t(a))
             return _np(sign), _np(logabs)
@@ -347,7 +369,7 @@ def det(a: Any) -> Any:
         >>> float(det(numpy.eye(3) * 2))
         8.0
     """
-    if _torch_ok("factorizations", a):
+    if _torch_ok("lu", a):
         with _torch_threads() as torch:
             return _np(torch.linalg.det(_t(a)))
     return array_module(a).linalg.det(a)
@@ -361,7 +383,7 @@ def solve_triangular(a: Any, b: Any, upper: bool) -> Any:
         ...                  upper=True).tolist()
         [[0.0], [1.0]]
     """
-    if _torch_ok("factorizations", a, b):
+    if _torch_ok("lu", a, b):
         with _torch_threads() as torch:
             return _np(torch.linalg.solve_triangular(_t(a), _t(b), upper=upper))
     xp = array_module(a)

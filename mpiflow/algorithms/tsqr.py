@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy
-
 from ..communication import Communicator
 from ..core.array_module import array_module
 from . import kernels

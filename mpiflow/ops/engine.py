@@ -48,7 +48,8 @@ __all__ = ["MOVE_ENV", "B", "Context", "OpDef", "Signature", "apply", "apply_mul
            "result_dtype"]
 
 B = Broadcast()
-Signature = tuple[tuple[SbpParallel, ...], SbpParallel]
+# (input layouts, output layout); an op of several outputs may give one layout per output
+Signature = tuple[tuple[SbpParallel, ...], Any]
 Shape = tuple[int, ...]
 
 
@@ -102,7 +103,8 @@ class OpDef:
     Args:
         name: the op's name.
         kernel: ``kernel(ctx, *arrays, **attrs) -> array`` on shards or local arrays.
-        shape: ``shape(*input_shapes, **attrs) -> output shape`` (logical).
+        shape: ``shape(*input_shapes, **attrs) -> output shape`` (logical; a tuple of one
+            shape per output for an op of several outputs of different shapes).
         layouts: ``layouts(*input_shapes, **attrs) -> [Signature, ...]`` for one mesh axis;
             B -> B is always allowed and need not be listed.
         dtype: ``dtype(*input_numpy_dtypes, **attrs) -> numpy dtype``; default: promotion.
@@ -130,7 +132,7 @@ class OpDef:
 
     name: str
     kernel: Callable[..., Any]
-    shape: Callable[..., Shape]
+    shape: Callable[..., Any]
     layouts: Callable[..., list[Signature]]
     dtype: Callable[..., Any] | None = None
     grad: Callable[..., Any] | None = field(default=None, compare=False)
@@ -339,7 +341,7 @@ def _meta(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
         out_dtype = result_dtype([t._data.dtype for t in tensors],
                                  [v for v in operands if not isinstance(v, Tensor)])
     shapes = [tuple(v._shape) if isinstance(v, Tensor) else () for v in operands]
-    out_shape = op.shape(*shapes, **attrs)
+    out_shape: Any = op.shape(*shapes, **attrs)
     if op.outputs > 1 and _several_shapes(out_shape):
         return cast(Size, tuple(Size(s) for s in out_shape)), out_dtype
     return Size(out_shape), out_dtype
@@ -455,15 +457,18 @@ def _lay_out(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
             v.sbp if isinstance(v, Tensor) else (B,) * placement.ndim for v in operands]
         itemsizes = [v._data.dtype.itemsize if isinstance(v, Tensor) else 0 for v in operands]
         want_in, out_sbp, axes = _choose(op, shapes, sbps, itemsizes, placement, attrs)
+        shard_shape: Any
+        out_layout: Any = out_sbp
         if _several_shapes(out_shape):
-            out_sbp = _per_output(out_sbp, op.outputs)  # type: ignore[assignment]
-            shard_shape: Any = tuple(
+            out_layout = _per_output(out_sbp, op.outputs)
+            shapes_of: Any = out_shape
+            shard_shape = tuple(
                 tuple(local_shape(s, placement, o, rank)) if rank in placement else (0,)
-                for s, o in zip(out_shape, out_sbp))
+                for s, o in zip(shapes_of, out_layout))
         else:
             shard_shape = (tuple(local_shape(out_shape, placement, out_sbp, rank))
                            if rank in placement else (0,))
-        chosen = (want_in, out_sbp, shard_shape, axes)
+        chosen = (want_in, out_layout, shard_shape, axes)
         if lkey is not None:
             _remember(_LAYOUT, lkey, chosen)
     want_in, out_sbp, shard_shape, axes = chosen
@@ -491,8 +496,9 @@ def _apply_multi(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
                  out_dtypes: Any, placement: Placement | None, xp: ModuleType
                  ) -> tuple[Tensor, ...]:
     """:func:`apply` of an op with several outputs, of one shape and layout (a sort's values
-    and indices) or each of its own (a QR's ``Q`` and ``R``): a tuple of tensors. The first output carries the gradient; the rule gets
-    all of them as ``outputs``. A graph that traces one is not replayed (run eagerly)."""
+    and indices) or each of its own (a QR's ``Q`` and ``R``): a tuple of tensors. The first
+    output carries the gradient; the rule gets all of them as ``outputs``. A graph that
+    traces one is not replayed (run eagerly)."""
     if trace.state.recorder is not None:
         trace.state.recorder.mark_unreplayable(f"{op.name} has several outputs")
     if placement is None:
@@ -504,8 +510,9 @@ def _apply_multi(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
                                                                 key, out_shape, placement)
         n = len(out_dtypes)
         # one (logical shape, layout, shard shape) per output, shared or each its own
-        per = (list(zip(out_shape, out_sbp, shard_shape)) if _several_shapes(out_shape)
-               else [(out_shape, out_sbp, shard_shape)] * n)
+        per: list[Any] = (list(zip(out_shape, out_sbp, shard_shape))
+                          if _several_shapes(out_shape)
+                          else [(out_shape, out_sbp, shard_shape)] * n)
         if topology.rank not in placement:
             results = tuple(xp.empty((0,), dtype=d) for d in out_dtypes)
         else:

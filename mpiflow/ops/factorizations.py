@@ -38,8 +38,8 @@ from .linalg_rules import (
     GATHER_LIMIT,
     batch_splits,
     check_floating,
-    from_root,
     check_gather,
+    from_root,
     matrix_shape,
     real_dtype,
     square,
@@ -213,7 +213,8 @@ def _svd_collective(shape: Shape, *, full_matrices: bool) -> list[Signature]:
 
 def _svd_kernel(ctx: Context, a: Any, *, full_matrices: bool) -> tuple[Any, Any, Any]:
     xp = ctx.xp
-    m, n = ctx.global_shape[0][-2], ctx.global_shape[2][-1]
+    shapes: Any = ctx.global_shape  # (U's, S's, Vh's)
+    m, n = shapes[0][-2], shapes[2][-1]
     if ctx.comm is None:
         u, s, vh = kernels.svd(a, full_matrices)
         return normalize_svd(xp, u, s, vh, by_u=m < n)
@@ -223,7 +224,8 @@ def _svd_kernel(ctx: Context, a: Any, *, full_matrices: bool) -> tuple[Any, Any,
         f = tsqr(a, comm)
         u_r = vh = s = None
         if comm.rank == 0:
-            u_r, s, vh = normalize_svd(xp, *kernels.svd(f.r, False), by_u=False)
+            u_r, s, vh = kernels.svd(f.r, False)
+            u_r, s, vh = normalize_svd(xp, u_r, s, vh, by_u=False)
         s = from_root(comm, xp, s, (*batch, n), sdt)
         vh = from_root(comm, xp, vh, (*batch, n, n), a.dtype)
         return f.q(u_r, columns=n), s, vh
@@ -231,8 +233,8 @@ def _svd_kernel(ctx: Context, a: Any, *, full_matrices: bool) -> tuple[Any, Any,
     f = tsqr(xp.conj(xp.swapaxes(a, -1, -2)), comm)
     u = w = s = None
     if comm.rank == 0:
-        u, s, w = normalize_svd(xp, *kernels.svd(xp.conj(xp.swapaxes(f.r, -1, -2)), False),
-                                by_u=True)
+        u, s, w = kernels.svd(xp.conj(xp.swapaxes(f.r, -1, -2)), False)
+        u, s, w = normalize_svd(xp, u, s, w, by_u=True)
     u = from_root(comm, xp, u, (*batch, m, m), a.dtype)
     s = from_root(comm, xp, s, (*batch, m), sdt)
     w_h = None if w is None else xp.conj(xp.swapaxes(w, -1, -2))
@@ -311,7 +313,7 @@ def _svdvals_kernel(ctx: Context, a: Any, *, tall: bool) -> Any:
 
 def _svdvals_grad(g: Tensor, operands: Any, out: Tensor, **_: Any) -> tuple[Tensor]:
     """``U diag(g) Vh``."""
-    u, _, vh = apply_multi(SVD, operands[0], full_matrices=False)
+    u, _s, vh = apply_multi(SVD, operands[0], full_matrices=False)
     scaled = pw.mul(u, unsqueeze(pw.cast(g, u.dtype) if u.dtype != g.dtype else g, -2))
     return (matmul(scaled, vh),)
 

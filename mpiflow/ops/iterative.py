@@ -43,7 +43,7 @@ def _operator(A: Operator, name: str) -> Callable[[Tensor], Tensor]:
                              f"{tuple(A.shape)}")
         return lambda x: matmul(A, x)
     if callable(A):
-        return A  # type: ignore[no-any-return]
+        return A
     if hasattr(A, "__matmul__"):
         return lambda x: A @ x
     raise TypeError(f"linalg.{name}: A must be a tensor, a function x -> A x or an object "
@@ -53,8 +53,8 @@ def _operator(A: Operator, name: str) -> Callable[[Tensor], Tensor]:
 def _inner(a: Tensor, b: Tensor) -> complex | float:
     """``a^H b`` as a Python number (collective where the vectors are split)."""
     if a.dtype.numpy.kind == "c":
-        return vdot(a, b).item()  # type: ignore[no-any-return]
-    return dot(a, b).item()  # type: ignore[no-any-return]
+        return vdot(a, b).item()
+    return dot(a, b).item()
 
 
 def _start(name: str, A: Operator, b: Tensor, x0: Tensor | None, M: Operator | None,
@@ -104,7 +104,7 @@ def cg(A: Operator, b: Tensor, x0: Tensor | None = None, *, rtol: float = 1e-5,
     rz = _inner(r, z)
     rr = rz if M is None else _inner(r, r)
     p = z
-    for k in range(maxiter):
+    for _ in range(maxiter):
         if math.sqrt(abs(rr)) <= target:
             return x, 0
         q = op(p)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
 import numpy
 
 from ..core.errors import LinAlgError

@@ -474,8 +474,10 @@ def _lstsq_kernel(ctx: Context, a: Any, b: Any, *, driver: str, rcond: float
     else:  # wide: the minimum-norm solutions by the SVD, no residuals
         solution, rank, sv = _small(xp, a, b, rcond)
         outs = [solution, None, rank, sv]
+    shapes: Any = ctx.out_shape  # one per output
+    dtypes: Any = ctx.out_dtype
     return tuple(o if shape != (0,) and o is not None else xp.empty((0,), dtype=dt)
-                 for o, shape, dt in zip(outs, ctx.out_shape, ctx.out_dtype))
+                 for o, shape, dt in zip(outs, shapes, dtypes))
 
 
 LSTSQ = OpDef("lstsq", _lstsq_kernel, _lstsq_shape, _lstsq_layouts,

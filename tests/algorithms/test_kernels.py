@@ -16,25 +16,28 @@ from mpiflow.algorithms import kernels
 @pytest.fixture
 def choose(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     """Re-choose the libraries under the environment a test sets (and restore after)."""
-    monkeypatch.setattr(kernels, "_choice", None)
+    kernels.choose_again()
 
     def set_env(**env: str) -> None:
         for name, value in env.items():
             monkeypatch.setenv(name, value)
-        kernels._choice = None
+        kernels.choose_again()
 
     yield set_env
-    kernels._choice = None
+    monkeypatch.undo()
+    kernels.choose_again()
 
 
 def test_the_choice_follows_the_environment(choose: object) -> None:
     choose()  # type: ignore[operator]
-    assert kernels.library("factorizations") == "torch"   # torch is installed here
-    assert kernels.library("gemm") == "numpy"
+    for family in kernels.FAMILIES:  # torch is installed here: the measured defaults
+        assert kernels.library(family) == kernels.DEFAULTS[family]
+    choose(MPIFLOW_KERNELS="torch")  # type: ignore[operator]
+    assert [kernels.library(f) for f in ("gemm", "qr", "lu")] == ["numpy", "torch", "torch"]
     choose(MPIFLOW_KERNELS="numpy", MPIFLOW_GEMM="torch")  # type: ignore[operator]
-    assert kernels.library("factorizations") == "numpy"
+    assert kernels.library("qr") == "numpy"
     assert kernels.library("gemm") == "torch"
-    assert "gemm torch" in kernels.describe() and "factorizations numpy" in kernels.describe()
+    assert "gemm torch" in kernels.describe() and "qr numpy" in kernels.describe()
     choose(MPIFLOW_KERNELS="blas")  # type: ignore[operator]
     with pytest.raises(ValueError, match="expected 'numpy' or 'torch'"):
         kernels.library("gemm")

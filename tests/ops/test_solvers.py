@@ -72,7 +72,7 @@ def test_cholesky_lower_and_upper() -> None:
     assert_allclose(low.numpy(), numpy.linalg.cholesky(spd), atol=1e-12)
     up = flow.linalg.cholesky(glob(spd, S1), upper=True)
     assert_allclose(up.numpy(), numpy.linalg.cholesky(spd).T, atol=1e-12)
-    batch = numpy.stack([spd, 2 * spd, 3 * spd][: max(1, SIZE - 1)] + [spd])
+    batch = numpy.stack([*[spd, 2 * spd, 3 * spd][: max(1, SIZE - 1)], spd])
     got = flow.linalg.cholesky(glob(batch, S0))
     assert got.sbp == (S0,)
     assert_allclose(got.numpy(), numpy.linalg.cholesky(batch), atol=1e-12)
@@ -107,9 +107,8 @@ def test_ex_forms_return_the_codes_and_agree_with_one_gather() -> None:
     codes = info.numpy()
     assert codes.shape == (SIZE + 1,) and codes[-1] > 0 and not codes[:-1].any()
     assert_allclose(x.numpy()[:-1], numpy.linalg.inv(a[:-1]), atol=1e-12)
-    with count_collectives() as calls:
-        with pytest.raises(flow.linalg.LinAlgError):
-            flow.linalg.inv_ex(glob(a, S0), check_errors=True)
+    with count_collectives() as calls, pytest.raises(flow.linalg.LinAlgError):
+        flow.linalg.inv_ex(glob(a, S0), check_errors=True)
     assert calls["all_gather_v"] + calls["all_gather"] <= 1, dict(calls)
     assert flow.linalg.cholesky_ex(glob(-numpy.eye(3), S0)).info.item() == 1
     assert flow.linalg.solve_ex(glob(numpy.eye(3), S0), glob(numpy.ones(3), S0)).info.item() == 0

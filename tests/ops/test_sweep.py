@@ -110,7 +110,8 @@ def run(info: registry.OpInfo, sample: Sample, sbps: tuple[SbpParallel, ...],
 
     ``expect``: the output layout the signature promises (a tuple: one per output); the op
     must then also run without communication (``collective``: without redistributing its
-    inputs, its kernel's own algorithm communicating). None: inputs the engine redistributes as it chooses.
+    inputs, its kernel's own algorithm communicating). None: inputs the engine
+    redistributes as it chooses.
     """
     op = info.op
     inputs: list[Any] = []

@@ -18,7 +18,7 @@ def test_report_names_everything_the_issue_asks_for() -> None:
                 "reductions unlike numpy", "all-reduce form", "launcher", "MPI settings",
                 "CUDA-aware MPI", "linalg kernels"):
         assert info[key], key
-    assert re.match(r"gemm (numpy|torch) .*, factorizations (numpy|torch) .*; \d+ thread",
+    assert re.match(r"gemm (numpy|torch), qr (numpy|torch), .*; \d+ thread",
                     info["linalg kernels"])
     text = format_report(info)
     assert text.splitlines()[0].startswith("mpiflow")
