@@ -7,9 +7,11 @@ may not depend on timings), and ``python -m mpiflow info`` reports it (:func:`de
 The rule (:data:`DEFAULTS`) is what the science suite's kernel table measured here (AMD EPYC,
 one thread per rank; ``docs/benchmarks/science.md``):
 
-- ``qr`` and ``svd``: PyTorch's LAPACK (MKL), on the same memory (``torch.from_numpy``, no
-  copy), when torch is importable: the QR of a tall 200000 x 64 matrix 2-3x faster than
-  numpy's (whose ``orgqr`` is slow), its singular values about 2x;
+- ``qr``, and ``svd`` of a matrix at least twice as tall as wide (or wide as tall): PyTorch's
+  LAPACK (MKL), on the same memory (``torch.from_numpy``, no copy), when torch is
+  importable: the QR of a tall 200000 x 64 matrix about 3x faster than numpy's (whose
+  ``orgqr`` is slow; its R alone 1.5x), its singular values about 3x (the SVD of a square
+  matrix stays with numpy, which was faster);
 - ``gemm``, ``lu`` (solve, inverse, determinants), ``cholesky``, ``eigh``: numpy's OpenBLAS,
   which MKL did not beat on this CPU (GEMM even for float32, 25-40% slower for float64; LU,
   Cholesky and eigh 10-30% slower). On a CPU where MKL is faster, ``MPIFLOW_KERNELS=torch``
@@ -221,6 +223,13 @@ def qr(a: Any, mode: str = "reduced") -> tuple[Any, Any]:
     return q, r
 
 
+def _elongated(a: Any) -> bool:
+    """Whether a matrix is at least twice as tall as wide (or wide as tall): where torch's
+    SVD beat numpy's (about 3x at 200000 x 64); of square ones numpy's was faster."""
+    m, n = a.shape[-2:]
+    return max(m, n) >= 2 * min(m, n)
+
+
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     """``(U, S, Vh)`` of ``(*, m, n)`` (``S`` alone without ``compute_uv``).
 
@@ -228,7 +237,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
         >>> svd(numpy.diag([1.0, 3.0]), compute_uv=False).tolist()
         [3.0, 1.0]
     """
-    if _torch_ok("svd", a):
+    if _torch_ok("svd", a) and _elongated(a):
         with _torch_threads() as torch:
             if not compute_uv:
                 return _np(torch.linalg.svdvals(_t(a)))
