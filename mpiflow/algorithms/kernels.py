@@ -282,12 +282,10 @@ def _per_matrix(xp: Any, fn: Any, a: Any, *rest: Any) -> tuple[Any, Any]:
         except numpy.linalg.LinAlgError:
             info[index] = 1
             outs.append(None)
-    shape = next((o.shape for o in outs if o is not None), None)
     dtype = numpy.result_type(a.dtype, *[r.dtype for r in rest])
+    # each result has the shape of the matrix (or right-hand side) it came from
+    shape = (rest[0] if rest else a).shape[-2:]
     filled = [o if o is not None else xp.full(shape, numpy.nan, dtype=dtype) for o in outs]
-    if shape is None:  # all failed: the shape of a square result
-        out_shape = rest[0].shape if rest else a.shape
-        return xp.full(out_shape, numpy.nan, dtype=dtype), xp.asarray(info)
     return xp.stack(filled).reshape(*batch, *shape), xp.asarray(info)
 
 

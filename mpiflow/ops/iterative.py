@@ -83,7 +83,8 @@ def cg(A: Operator, b: Tensor, x0: Tensor | None = None, *, rtol: float = 1e-5,
         A: the matrix (a tensor), a function ``x -> A x``, or an object with ``@``.
         b: the right-hand side, a vector (split or not: the iterates are laid out alike).
         x0: the first iterate (default zeros).
-        rtol, atol: stop when ``|r| <= max(rtol * |b|, atol)``.
+        rtol: stop when ``|r| <= max(rtol * |b|, atol)``.
+        atol: the absolute part of that test.
         maxiter: the most iterations (default ``10 n``).
         M: a preconditioner approximating ``A^-1``: a matrix, function or object with ``@``.
         callback: called with the iterate after each iteration.
@@ -153,7 +154,8 @@ def gmres(A: Operator, b: Tensor, x0: Tensor | None = None, *, rtol: float = 1e-
         A: the matrix (a tensor), a function ``x -> A x``, or an object with ``@``.
         b: the right-hand side, a vector.
         x0: the first iterate (default zeros).
-        rtol, atol: stop when ``|r| <= max(rtol * |b|, atol)``.
+        rtol: stop when ``|r| <= max(rtol * |b|, atol)``.
+        atol: the absolute part of that test.
         restart: the Krylov basis size before a restart (default 20, at most ``n``).
         maxiter: the most restart cycles (default ``10 n``).
         M: a preconditioner approximating ``A^-1``.

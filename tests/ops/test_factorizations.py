@@ -190,3 +190,18 @@ def test_bad_arguments_say_what_is_wrong() -> None:
         flow.linalg.qr(glob(numpy.ones((4, 2), dtype=numpy.int64), S0))
     with pytest.raises(ValueError, match="UPLO"):
         flow.linalg.eigh(glob(numpy.eye(3), B), UPLO="X")
+
+
+@pytest.mark.mpi(min_size=4)
+@pytest.mark.parametrize("sbp", [(S0, S0), (S0, B), (B, S0), (S1, S0)])
+def test_tsqr_on_a_2d_mesh(sbp: Any) -> None:
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    a = value((23, 4), seed=10)
+    x = flow.tensor(a, placement=mesh, sbp=sbp)
+    q, r = flow.linalg.qr(x)
+    q_want, r_want = numpy_qr(a)
+    assert_allclose(r.numpy(), r_want, atol=1e-12)
+    assert_allclose(q.numpy(), q_want, atol=1e-12)
+    assert r.sbp == (B, B) and all(s in (S0, B) for s in q.sbp)
+    s = flow.linalg.svdvals(x)
+    assert_allclose(s.numpy(), numpy.linalg.svd(a, compute_uv=False), atol=1e-12)
