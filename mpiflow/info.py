@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from . import runtime as _runtime
 from ._version import __version__
+from .algorithms import kernels
 from .algorithms.fftlocal import kernel_name
 from .communication.form import describe as describe_form
 from .communication.gpu.transport import (
@@ -111,6 +112,7 @@ def collect() -> dict[str, str]:
         "GPU transport": describe_transport(),
         "torch": _version_of("torch"),
         "FFT kernel": kernel_name(numpy),
+        "linalg kernels": kernels.describe(),
     }
 
 

@@ -10,6 +10,7 @@ from . import (
 )
 from .conv import conv2d
 from .deterministic_sum import nansum, vdot
+from .diagonals import diagonal, trace
 from .distance import cdist
 from .engine import OpDef, apply
 from .gathers import *  # noqa: F403
@@ -56,5 +57,5 @@ __all__ = ["OpDef", "apply", "nansum", "vdot", *_pointwise_all, *_pointwise_more
            *_reduction_all, *_softmax_all,
            *_linalg_all, *_shape_all, *_join_all, *_scans_all, *_sorting_all,
            *_indexing_all, *_gathers_all, *_shifts_all, *_moments_all, *_selection_all,
-           "cdist", "conv2d", "max_pool2d", "avg_pool2d", *_ranking_all,
+           "cdist", "conv2d", "diagonal", "trace", "max_pool2d", "avg_pool2d", *_ranking_all,
            *_quantiles_all, *_sets_all, *_histograms_all, *_searching_all]

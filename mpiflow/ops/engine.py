@@ -48,7 +48,8 @@ __all__ = ["MOVE_ENV", "B", "Context", "OpDef", "Signature", "apply", "apply_mul
            "result_dtype"]
 
 B = Broadcast()
-Signature = tuple[tuple[SbpParallel, ...], SbpParallel]
+# (input layouts, output layout); an op of several outputs may give one layout per output
+Signature = tuple[tuple[SbpParallel, ...], Any]
 Shape = tuple[int, ...]
 
 
@@ -59,6 +60,9 @@ class Context:
     local tensors); ``global_shape`` the output's logical shape. A plain class with slots, not
     a dataclass: one is built per op call, and a frozen dataclass's ``__init__`` costs several
     microseconds.
+
+    For an op of several outputs of different shapes (:attr:`OpDef.outputs`), ``out_shape``,
+    ``global_shape`` and ``out_sbp`` are tuples of one entry per output.
 
     ``comm`` is, where the op's chosen signature on some mesh axes is one of its collective
     ones, the communicator of this rank's ranks along those axes (``comm_axes``), in the order
@@ -71,7 +75,7 @@ class Context:
 
     def __init__(self, xp: ModuleType, out_shape: Shape, global_shape: Shape,
                  out_dtype: numpy.dtype, placement: Placement | None = None,
-                 out_sbp: tuple[SbpParallel, ...] | None = None, comm: Any = None,
+                 out_sbp: Any = None, comm: Any = None,
                  comm_axes: tuple[int, ...] = ()) -> None:
         self.xp = xp
         self.out_shape = out_shape
@@ -99,7 +103,8 @@ class OpDef:
     Args:
         name: the op's name.
         kernel: ``kernel(ctx, *arrays, **attrs) -> array`` on shards or local arrays.
-        shape: ``shape(*input_shapes, **attrs) -> output shape`` (logical).
+        shape: ``shape(*input_shapes, **attrs) -> output shape`` (logical; a tuple of one
+            shape per output for an op of several outputs of different shapes).
         layouts: ``layouts(*input_shapes, **attrs) -> [Signature, ...]`` for one mesh axis;
             B -> B is always allowed and need not be listed.
         dtype: ``dtype(*input_numpy_dtypes, **attrs) -> numpy dtype``; default: promotion.
@@ -112,9 +117,12 @@ class OpDef:
             chosen (there it gets ``ctx.comm``); an input conversion costs them what it costs
             the others, the algorithm's own traffic nothing (offer one only where it moves
             less than converting to a local signature would).
-        outputs: how many arrays the kernel returns (a tuple), all of the output shape and
-            layout; ``dtype`` then returns a tuple of dtypes, :func:`apply` a tuple of tensors,
-            and the gradient rule (of the first output) gets them all as ``outputs``.
+        outputs: how many arrays the kernel returns (a tuple); ``dtype`` then returns a tuple
+            of dtypes, :func:`apply` a tuple of tensors, and the gradient rule (of the first
+            output) gets them all as ``outputs``. They share the output shape and layout, or,
+            where ``shape`` returns a tuple of shapes (one per output: a QR's ``Q`` and
+            ``R``), each has its own: a signature's output is then one layout for all of them
+            or a tuple of one layout per output (``S(0) -> (S(0), B)``).
 
     OpDefs compare and hash by identity (``eq=False``): :func:`apply` keys its caches of shape,
     dtype and layout results by the op, and a generated ``__hash__`` over the fields would cost
@@ -124,7 +132,7 @@ class OpDef:
 
     name: str
     kernel: Callable[..., Any]
-    shape: Callable[..., Shape]
+    shape: Callable[..., Any]
     layouts: Callable[..., list[Signature]]
     dtype: Callable[..., Any] | None = None
     grad: Callable[..., Any] | None = field(default=None, compare=False)
@@ -277,7 +285,7 @@ _NUMBERS = (bool, int, float, complex, numpy.generic)
 _PLAIN = frozenset({bool, int, float, complex, str, type(None)})
 _CACHE_LIMIT = 1 << 14
 # (op, per operand (shape, dtype) or scalar type, attrs) -> (out_shape, out_dtype)
-_META: dict[tuple[Any, ...], tuple[Size, numpy.dtype]] = {}
+_META: dict[tuple[Any, ...], tuple[Size, Any]] = {}
 # (meta key, placement, per tensor sbp) -> (input layouts, output layout, shard shape,
 # collective mesh axes)
 _LAYOUT: dict[tuple[Any, ...], tuple[list[tuple[SbpParallel, ...]], tuple[SbpParallel, ...],
@@ -333,7 +341,22 @@ def _meta(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
         out_dtype = result_dtype([t._data.dtype for t in tensors],
                                  [v for v in operands if not isinstance(v, Tensor)])
     shapes = [tuple(v._shape) if isinstance(v, Tensor) else () for v in operands]
-    return Size(op.shape(*shapes, **attrs)), out_dtype
+    out_shape: Any = op.shape(*shapes, **attrs)
+    if op.outputs > 1 and _several_shapes(out_shape):
+        return cast(Size, tuple(Size(s) for s in out_shape)), out_dtype
+    return Size(out_shape), out_dtype
+
+
+def _several_shapes(shape: Any) -> bool:
+    """Whether an op's output shape is a tuple of one shape per output (not one shape)."""
+    return bool(shape) and isinstance(shape[0], tuple)
+
+
+def _per_output(out_sbp: tuple[Any, ...], outputs: int) -> tuple[tuple[SbpParallel, ...], ...]:
+    """Per output, its layout: a signature's output is one layout for every output or a tuple
+    of one per output, chosen per mesh axis (``out_sbp``)."""
+    return tuple(tuple(o[i] if isinstance(o, tuple) else o for o in out_sbp)
+                 for i in range(outputs))
 
 
 def apply(op: OpDef, *operands: Any, **attrs: Any) -> Tensor:
@@ -434,9 +457,18 @@ def _lay_out(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
             v.sbp if isinstance(v, Tensor) else (B,) * placement.ndim for v in operands]
         itemsizes = [v._data.dtype.itemsize if isinstance(v, Tensor) else 0 for v in operands]
         want_in, out_sbp, axes = _choose(op, shapes, sbps, itemsizes, placement, attrs)
-        shard_shape = (local_shape(out_shape, placement, out_sbp, rank) if rank in placement
-                       else (0,))
-        chosen = (want_in, out_sbp, tuple(shard_shape), axes)
+        shard_shape: Any
+        out_layout: Any = out_sbp
+        if _several_shapes(out_shape):
+            out_layout = _per_output(out_sbp, op.outputs)
+            shapes_of: Any = out_shape
+            shard_shape = tuple(
+                tuple(local_shape(s, placement, o, rank)) if rank in placement else (0,)
+                for s, o in zip(shapes_of, out_layout))
+        else:
+            shard_shape = (tuple(local_shape(out_shape, placement, out_sbp, rank))
+                           if rank in placement else (0,))
+        chosen = (want_in, out_layout, shard_shape, axes)
         if lkey is not None:
             _remember(_LAYOUT, lkey, chosen)
     want_in, out_sbp, shard_shape, axes = chosen
@@ -463,9 +495,10 @@ def _apply_multi(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
                  attrs: dict[str, Any], key: tuple[Any, ...] | None, out_shape: Size,
                  out_dtypes: Any, placement: Placement | None, xp: ModuleType
                  ) -> tuple[Tensor, ...]:
-    """:func:`apply` of an op with several outputs of one shape and layout (a sort's values
-    and indices): a tuple of tensors. The first output carries the gradient; the rule gets
-    all of them as ``outputs``. A graph that traces one is not replayed (run eagerly)."""
+    """:func:`apply` of an op with several outputs, of one shape and layout (a sort's values
+    and indices) or each of its own (a QR's ``Q`` and ``R``): a tuple of tensors. The first
+    output carries the gradient; the rule gets all of them as ``outputs``. A graph that
+    traces one is not replayed (run eagerly)."""
     if trace.state.recorder is not None:
         trace.state.recorder.mark_unreplayable(f"{op.name} has several outputs")
     if placement is None:
@@ -475,6 +508,11 @@ def _apply_multi(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
     else:
         arrays, _, out_sbp, shard_shape, comm, axes = _lay_out(op, operands, tensors, attrs,
                                                                 key, out_shape, placement)
+        n = len(out_dtypes)
+        # one (logical shape, layout, shard shape) per output, shared or each its own
+        per: list[Any] = (list(zip(out_shape, out_sbp, shard_shape))
+                          if _several_shapes(out_shape)
+                          else [(out_shape, out_sbp, shard_shape)] * n)
         if topology.rank not in placement:
             results = tuple(xp.empty((0,), dtype=d) for d in out_dtypes)
         else:
@@ -482,11 +520,12 @@ def _apply_multi(op: OpDef, operands: Sequence[Any], tensors: Sequence[Tensor],
                           axes)
             results = tuple(_cast(xp.asarray(r), d)
                             for r, d in zip(op.kernel(ctx, *arrays, **attrs), out_dtypes))
-            for r in results:
-                if tuple(r.shape) != shard_shape:
+            for r, (_, sbp, want) in zip(results, per):
+                if tuple(r.shape) != tuple(want):
                     raise AssertionError(f"{op.name}: shard of shape {tuple(r.shape)} for "
-                                         f"layout {out_sbp}, expected {shard_shape}")
-        outs = tuple(Tensor(r, placement, out_sbp, out_shape) for r in results)
+                                         f"layout {sbp}, expected {want}")
+        outs = tuple(Tensor(r, placement, sbp, Size(shape))
+                     for r, (shape, sbp, _) in zip(results, per))
     record(op.name, op.grad, operands, {**attrs, "outputs": outs}, outs[0])
     return outs
 

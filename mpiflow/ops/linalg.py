@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy
 
+from ..algorithms import kernels
 from ..layouts.sbp import Partial, SbpParallel, Split
 from ..tensors.tensor import Tensor, bind
 from . import deterministic_sum as det
@@ -91,7 +92,8 @@ def _matmul_layouts(a: Shape, b: Shape, **_: Any) -> list[Signature]:
 
 
 def _matmul_kernel(ctx: Context, a: Any, b: Any, **_: Any) -> Any:
-    return ctx.xp.matmul(a, b)
+    # the process's GEMM library (numpy's BLAS or torch's, :mod:`mpiflow.algorithms.kernels`)
+    return kernels.matmul(a, b)
 
 
 def _matmul_grad(g: Tensor, operands: Any, out: Tensor, *,

@@ -119,9 +119,13 @@ def signature_text(signature: Signature) -> str:
         >>> from mpiflow.sbp import split, partial_sum
         >>> signature_text(((split(1),), partial_sum))
         'S(1) -> P'
+        >>> signature_text(((split(0),), (split(0), flow.sbp.broadcast)))
+        'S(0) -> (S(0), B)'
     """
     ins, out = signature
     text = str(ins[0]) if len(ins) == 1 else f"({', '.join(map(str, ins))})"
+    if isinstance(out, tuple):  # one layout per output (a QR's Q and R)
+        return f"{text} -> ({', '.join(map(str, out))})"
     return f"{text} -> {out}"
 
 

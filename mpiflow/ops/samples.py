@@ -562,6 +562,7 @@ SAMPLES: dict[str, tuple[tuple[str, ...], Generator]] = {
 UNSAMPLED: dict[str, str] = {}
 
 from .samples_indexing import SAMPLES as _INDEXING  # noqa: E402 - scans, windows, gathers
+from .samples_linalg import SAMPLES as _LINALG  # noqa: E402 - factorizations and solvers
 from .samples_more import SAMPLES as _MORE  # noqa: E402 - more elementwise ops, slices
 from .samples_spectral import SAMPLES as _SPECTRAL  # noqa: E402 - the FFT ops
 from .samples_stats import SAMPLES as _STATS  # noqa: E402 - sorting and statistics
@@ -570,3 +571,4 @@ SAMPLES.update(_INDEXING)
 SAMPLES.update(_MORE)
 SAMPLES.update(_STATS)
 SAMPLES.update(_SPECTRAL)
+SAMPLES.update(_LINALG)

@@ -213,12 +213,12 @@ def _pencils(ctx: Context, a: Any, kind: str, dims: tuple[int, ...], sizes: tupl
     came_from = {e: d for d, e in moves}
     sbp = list(out_sbp)
     for axis in ctx.comm_axes:
-        sbp[axis] = Split(came_from[out_sbp[axis].dim])  # type: ignore[attr-defined]
+        sbp[axis] = Split(came_from[out_sbp[axis].dim])
     groups, busy = _groups(sbp, placement.mesh_shape, dims)
     split = list(groups)
     axes = [tuple(ax) for ax in groups.values()]
     comms = [_group_comm(ctx, ax) for ax in axes]
-    final = tuple(out_sbp[ax[0]].dim for ax in axes)  # type: ignore[attr-defined]
+    final = tuple(out_sbp[ax[0]].dim for ax in axes)
     schedule = _plan(tuple(source), dims, kind, tuple(split), tuple(c.size for c in comms),
                      tuple(busy), final, sizes)
     done = _extents(source, kind, dims, sizes)  # each dim's extent once transformed

@@ -47,6 +47,13 @@ class BoundMethods:
     def vdot(self, other: Self) -> Self:
         """The dot product of two 1-D tensors, conjugating the first (as ``torch.vdot``)."""
 
+    # mpiflow.ops.diagonals
+    def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0,
+                 dim2: builtins.int = 1) -> Self:
+        """The ``offset``-th diagonal of dims ``dim1`` and ``dim2`` (torch's ``diagonal``)."""
+    def trace(self) -> Self:
+        """The sum of the main diagonal of a matrix (torch's ``trace``)."""
+
     # mpiflow.ops.gathers
     def take_along_dim(self, indices: Self, dim: builtins.int | None = None) -> Self:
         """Values of ``input`` at ``indices`` along ``dim`` (torch's ``take_along_dim``)."""

@@ -105,12 +105,13 @@ def cotangent(out: flow.Tensor) -> numpy.ndarray:
 
 # -- one run -----------------------------------------------------------------------------------
 def run(info: registry.OpInfo, sample: Sample, sbps: tuple[SbpParallel, ...],
-        expect: SbpParallel | None, what: str, collective: bool = False) -> None:
+        expect: Any, what: str, collective: bool = False) -> None:
     """Run ``info``'s op on ``sample`` laid out by ``sbps`` and compare it with the local op.
 
-    ``expect``: the output layout the signature promises; the op must then also run without
-    communication (``collective``: without redistributing its inputs, its kernel's own
-    algorithm communicating). None: inputs the engine redistributes as it chooses.
+    ``expect``: the output layout the signature promises (a tuple: one per output); the op
+    must then also run without communication (``collective``: without redistributing its
+    inputs, its kernel's own algorithm communicating). None: inputs the engine
+    redistributes as it chooses.
     """
     op = info.op
     inputs: list[Any] = []
@@ -136,10 +137,16 @@ def run(info: registry.OpInfo, sample: Sample, sbps: tuple[SbpParallel, ...],
     with count_collectives() as calls, counting_redistributions() as moves:
         out: Any = call(op, *inputs, **attrs)
     want: Any = call(op, *local, **local_attrs)
+    # a signature's output: one layout for every output, or one per output (a QR's Q and R)
+    expects = (list(expect) if isinstance(expect, tuple)
+               else [expect] * (op.outputs if op.outputs > 1 else 1))
     if op.outputs > 1:  # the first output is checked like any; the others' values below
         for k, (o, w) in enumerate(zip(out[1:], want[1:]), 1):
+            if expect is not None:
+                assert o.sbp == (expects[k],), f"{what}: output {k} laid out {o.sbp}"
             check_equal(o.numpy(), w.numpy(), f"{what}: output {k}")
         out, want = out[0], want[0]
+    expect = expects[0]
     if expect is not None:
         assert out.sbp == (expect,), f"{what}: chose the layout {out.sbp}, not {expect}"
         if collective:

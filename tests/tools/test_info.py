@@ -16,8 +16,10 @@ def test_report_names_everything_the_issue_asks_for() -> None:
     for key in ("mpiflow", "mpi4py", "numpy", "MPI library", "MPI standard", "thread level",
                 "world size", "ranks on this node", "cupy", "nccl (cupy.cuda.nccl)",
                 "reductions unlike numpy", "all-reduce form", "launcher", "MPI settings",
-                "CUDA-aware MPI"):
+                "CUDA-aware MPI", "linalg kernels"):
         assert info[key], key
+    assert re.match(r"gemm (numpy|torch), qr (numpy|torch), .*; \d+ thread",
+                    info["linalg kernels"])
     text = format_report(info)
     assert text.splitlines()[0].startswith("mpiflow")
 
