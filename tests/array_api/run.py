@@ -118,7 +118,10 @@ def main() -> int:
                         help="the mpiexec of mpi4py's MPI (default: the venv's)")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per test")
     args, extra = parser.parse_known_args()
-    if not Path(args.mpiexec).exists():
+    if Path(args.mpiexec).exists():
+        # the suite runs in its own directory: a relative path would point nowhere there
+        args.mpiexec = str(Path(args.mpiexec).resolve())
+    else:
         args.mpiexec = "mpiexec"
     if args.table:
         columns: dict[str, dict[str, str]] = {}
