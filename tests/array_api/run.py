@@ -120,7 +120,7 @@ def main() -> int:
     args, extra = parser.parse_known_args()
     if Path(args.mpiexec).exists():
         # the suite runs in its own directory: a relative path would point nowhere there
-        args.mpiexec = str(Path(args.mpiexec).resolve())
+        args.mpiexec = str(Path(args.mpiexec).absolute())
     else:
         args.mpiexec = "mpiexec"
     if args.table:
