@@ -27,9 +27,8 @@ import numpy
 from .. import dtypes as _dt
 from ..ops import pointwise as pw
 from ..ops import pointwise_more as pm
-from ..ops import quantiles
+from ..ops import quantiles, scans
 from ..ops import reduction as red
-from ..ops import scans
 from ..ops import shape as shape_ops
 from ..tensors.tensor import Tensor
 from .common import array, axes, axis, face
