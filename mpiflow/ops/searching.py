@@ -8,9 +8,9 @@ Layout rule, per mesh axis, for a 1-D sorted sequence:
 - both split: a collective signature, ``(S(0), S(d)) -> S(d)``: each value goes to the one rank
   whose part decides it and comes back with its position
   (:func:`mpiflow.algorithms.searchsorted`); neither is gathered. Except for a short sequence
-  (at most :data:`SHORT` elements, fewer than the values: class labels, bin edges): it is
-  made whole (``B``) and each rank searches its values where they lie, rather than routing
-  every value to the few ranks holding the sequence (all of them to one for a few labels).
+  (:func:`~.layout_rules.short_table`: a few thousand elements, fewer than the values; class
+  labels, bin edges): it is made whole (``B``) and each rank searches its values where they
+  lie, rather than routing every value to the few ranks holding the sequence.
 
 A batch of sequences (``(..., m)`` with values ``(..., k)``) is searched row by row: a split of
 a batch dim of both stays a split, a split of the sequences' last dim gives partial counts.
@@ -29,15 +29,12 @@ from ..algorithms import searchsorted as distributed_searchsorted
 from ..layouts.sbp import Split
 from ..tensors.tensor import Tensor
 from .engine import B, Context, OpDef, Signature, apply
+from .layout_rules import short_table
 from .reduction_rules import P_SUM
 
 __all__ = ["searchsorted"]
 
 Shape = tuple[int, ...]
-
-SHORT = 4096
-"""A split sorted sequence of at most this many elements, shorter than the values, is made
-whole rather than searched by routing the values (see the module)."""
 
 
 def _search_rows(xp: Any, seq: Any, values: Any, side: str, sorter: Any) -> Any:
@@ -80,8 +77,8 @@ def _layouts(seq: Shape, values: Shape, *sorter: Shape, **_: Any) -> list[Signat
 def _collective(seq: Shape, values: Shape, *sorter: Shape, **_: Any) -> list[Signature]:
     if sorter or len(seq) != 1:
         return []
-    if seq[0] <= SHORT and seq[0] < math.prod(values):
-        return []  # (B, S(d)) moves fewer bytes, and spreads the work as the values lie
+    if short_table(seq, math.prod(values)):
+        return []  # (B, S(d)): fewer bytes, and the work spread as the values lie
     return [((Split(0), Split(d)), Split(d)) for d in range(len(values))]
 
 
