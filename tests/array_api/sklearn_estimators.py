@@ -90,6 +90,7 @@ CASES: dict[str, Case] = {
     "PoissonRegressor": (lambda d: PoissonRegressor().fit(d["X"], d["ns"].abs(d["y"]))
                          .predict(d["X"]), False),
     "GaussianNB": (lambda d: GaussianNB().fit(d["X"], d["c"]).predict_proba(d["X"]), False),
+    "GaussianNB predict": (lambda d: GaussianNB().fit(d["X"], d["c"]).predict(d["X"]), False),
     "GaussianMixture diag": (lambda d: GaussianMixture(
         2, covariance_type="diag", init_params="random_from_data", random_state=0)
         .fit(d["X"]).predict_proba(d["X"]), False),
