@@ -1,5 +1,7 @@
 """Statistical and utility functions of the standard: ``sum``, ``prod``, ``mean``, ``var``,
-``std``, ``max``, ``min``, ``cumulative_sum``, ``cumulative_prod``, ``all``, ``any``, ``diff``.
+``std``, ``max``, ``min``, ``cumulative_sum``, ``cumulative_prod``, ``all``, ``any``, ``diff``;
+and ``median``, which the standard lacks but NumPy, CuPy, PyTorch and JAX have (scikit-learn
+looks it up and otherwise copies the array into NumPy).
 
 Reductions over a split dim finish with one all-reduce of the result (a partial sum, max or
 min), never a gather; ``all``/``any`` reduce as the max and min of 0/1; ``cumulative_sum`` is
@@ -25,15 +27,15 @@ import numpy
 from .. import dtypes as _dt
 from ..ops import pointwise as pw
 from ..ops import pointwise_more as pm
+from ..ops import quantiles, scans
 from ..ops import reduction as red
-from ..ops import scans
 from ..ops import shape as shape_ops
 from ..tensors.tensor import Tensor
 from .common import array, axes, axis, face
 from .data_types import dtype as checked_dtype
 
 __all__ = ["sum", "prod", "mean", "var", "std", "max", "min", "cumulative_sum",
-           "cumulative_prod", "all", "any", "diff"]
+           "cumulative_prod", "all", "any", "diff", "median"]
 
 
 def _sum_dtype(x: Tensor, dtype: Any) -> _dt.DType:
@@ -223,3 +225,38 @@ def diff(x: Tensor, /, *, axis: int = -1, n: int = 1, prepend: Tensor | None = N
     if n < 0:
         raise ValueError(f"diff: n must be non-negative, got {n}")
     return face("diff")(x, n=n, dim=a, prepend=prepend, append=append)
+
+
+def median(x: Tensor, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Tensor:
+    """The median over ``axis`` (all by default), NumPy's ``median``: the mean of the two
+    middle values of an even count, float64 for integer arrays, NaN where a NaN is reduced.
+
+    Not in the standard (NumPy, CuPy, PyTorch's ``quantile`` and JAX have it). Over a split
+    dim the two middle values are found by distributed selection
+    (:func:`mpiflow.quantile`), without sorting or gathering the array.
+
+    Examples:
+        >>> from mpiflow import array_api as xp
+        >>> xp.median(xp.asarray([[1.0, 4.0], [2.0, 3.0], [9.0, 0.0]]), axis=0).tolist()
+        [2.0, 3.0]
+    """
+    dims = axes(axis, array(x, "median").ndim, "median")
+    kind = x.dtype.numpy.kind
+    if kind == "c":
+        raise TypeError(f"median: needs a real array, got {x.dtype}")
+    if kind != "f":
+        x = pw.cast(x, _dt.float64)
+    if not dims:
+        return pw.clone(x) if kind == "f" else x
+    if len(dims) == 1:
+        return quantiles.quantile(x, 0.5, dims[0], keepdims)
+    if len(dims) == x.ndim:
+        return quantiles.quantile(x, 0.5, None, keepdims)
+    # Several axes: move them last and make them one (the quantile reduces one dim)
+    rest = [d for d in range(x.ndim) if d not in dims]
+    moved = shape_ops.permute(x, *rest, *dims)
+    flat = shape_ops.reshape(moved, *(x.shape[d] for d in rest), -1)
+    out = quantiles.quantile(flat, 0.5, -1, False)
+    if keepdims:
+        out = shape_ops.reshape(out, *(1 if d in dims else x.shape[d] for d in range(x.ndim)))
+    return out

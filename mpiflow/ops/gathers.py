@@ -15,7 +15,9 @@ alike (``take``: along any of its dims) gives a result split there: the kernel r
 :func:`mpiflow.algorithms.take` (``take_along``: on single elements), which asks the owners of
 the rows each rank needs for them: two ``all_to_all_v``, and only the rows asked for move. An
 index every rank holds whole is cut to a split one first (the engine's free ``B -> S``), so
-that ``x[idx]`` of a split ``x`` and a whole index is split along ``dim``. The adjoints run
+that ``x[idx]`` of a split ``x`` and a whole index is split along ``dim``. A short ``x``
+(:func:`~.layout_rules.short_table`: ``classes[labels]``) taken by more indices than its rows
+is made whole instead, and each rank takes its indices' rows where they lie. The adjoints run
 :func:`mpiflow.algorithms.put`.
 
 Indices may be negative (from the end), as torch's; out-of-range ones raise the same
@@ -40,7 +42,7 @@ from ..layouts.sbp import SbpParallel, Split, partial_max, partial_min, partial_
 from ..tensors.tensor import Tensor, bind
 from . import pointwise as pw
 from .engine import B, Context, OpDef, Signature, apply
-from .layout_rules import wrap_dim
+from .layout_rules import short_table, wrap_dim
 
 __all__ = ["take_along_dim"]
 
@@ -203,6 +205,8 @@ def _take_layouts(a: Shape, i: Shape, *, dim: int, n: int) -> list[Signature]:
 
 
 def _take_collective(a: Shape, i: Shape, *, dim: int, n: int) -> list[Signature]:
+    if short_table((a[dim], *a[:dim], *a[dim + 1:]), math.prod(i)):
+        return []  # a small x taken by many indices is made whole: ((B, S(j)), S(dim + j))
     return [((Split(dim), Split(j)), Split(dim + j)) for j in range(len(i))]
 
 

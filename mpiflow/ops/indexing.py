@@ -16,8 +16,11 @@ Layouts of global tensors (per mesh axis):
 - other advanced ``__getitem__``: the input is gathered to ``B`` (partial layouts stay partial)
   and indexed on every rank. Index tensors that are global are gathered too; local index
   arrays and tensors must be the same on every rank.
-- basic ``__setitem__``: no communication beyond making ``value`` whole (``B``): each rank
-  writes the part of the indexed region inside its shard. On partial axes the rank at
+- basic ``__setitem__``: no communication beyond laying out ``value``: each rank writes the
+  part of the indexed region inside its shard. A global value is made whole (``B``), except
+  along a split dim of the target that the index takes whole (``:``) and the value spans:
+  there it is split as the target (no communication when it already is), so
+  ``x[:, 2:5] = y`` of row-split ``x`` and ``y`` gathers nothing. On partial axes the rank at
   coordinate 0 writes the value and the others the reduction's identity, so that the
   logical value is numpy's.
 - advanced ``__setitem__`` with those two index forms, and a value of one row (mask) or of
@@ -310,17 +313,51 @@ def _slice_split_dims(input: Tensor, index: Basic) -> tuple[Tensor, Basic]:
 
 
 # -- setitem -------------------------------------------------------------------------------------
-def _value_array(value: Any, target: Tensor) -> Any:
-    """``value`` as an array (or number) holding its whole value on every rank."""
+def _value_array(value: Any, target: Tensor, sbp: tuple[Any, ...] | None = None) -> Any:
+    """``value`` as an array (or number): its whole value on every rank, or, for a global
+    value, this rank's part of it laid out as ``sbp`` (default ``B`` on every mesh axis)."""
     if isinstance(value, Tensor):
         if value.is_global:
             if not target.is_global:
                 raise TypeError("cannot assign a global tensor into a local one; use "
                                 "to_local() or numpy() on the value first")
-            whole = value.to_global(target.placement, (B,) * target.placement.ndim)
-            return whole._data
+            layout = sbp if sbp is not None else (B,) * target.placement.ndim
+            return value.to_global(target.placement, layout)._data
         return value._data
     return value
+
+
+def _aligned(target: Tensor, index: Basic, region: Shape, fitted: Shape, value: Any
+             ) -> dict[int, int]:
+    """The mesh axes along which a global ``value`` can be written where it lies: the target
+    is split there along a dim that ``index`` takes whole (``:``) and the value spans that
+    dim of the region (not broadcast along it), so a balanced split of the value along its
+    matching dim holds exactly the rows of the target's shard.
+
+    Returns:
+        ``{mesh axis: the value's dim to split along it}``; empty for other values.
+    """
+    if not (isinstance(value, Tensor) and value.is_global and value.placement == target.placement):
+        return {}
+    position, dim, pos = {}, 0, 0  # target dim -> its position in the region
+    for item in index:
+        if item is None:
+            pos += 1
+            continue
+        if isinstance(item, slice):
+            if item == _FULL:
+                position[dim] = pos
+            pos += 1
+        dim += 1
+    out = {}
+    for axis, s in enumerate(target.sbp):
+        p = position.get(s.dim) if isinstance(s, Split) else None
+        if p is None:
+            continue
+        q = p - (len(region) - len(fitted))  # the region's dim p in the fitted value
+        if q >= 0 and fitted[q] == region[p]:
+            out[axis] = q + value.ndim - len(fitted)
+    return out
 
 
 def _fitting_shape(value: Any, region: Shape) -> Shape:
@@ -368,15 +405,20 @@ def _set_basic_global(target: Tensor, index: Basic, value: Any) -> None:
     shape = tuple(target.shape)
     region_shape = _basic_shape(shape, index=index)
     fitted = _fitting_shape(value, region_shape)
-    data = _value_array(value, target)
+    # A split value spanning a split dim taken whole is laid out as the target's shards (no
+    # gathering it): each rank's part is then exactly its shard's rows of the region.
+    aligned = _aligned(target, index, region_shape, fitted, value)
+    layout = tuple(Split(aligned[a]) if a in aligned else B for a in range(placement.ndim))
+    data = _value_array(value, target, layout if aligned else None)
     coords = placement.coordinates(topology.rank)
     if coords is None:
         return
     xp = array_module(target._data)
-    region = xp.broadcast_to(xp.asarray(data).reshape(fitted), region_shape)
     bounds = shard_bounds(shape, placement.mesh_shape, sbp, coords)
+    spans = {s.dim for a, s in enumerate(sbp) if a in aligned and isinstance(s, Split)}
     local: list[int | slice | None] = []
     part: list[slice] = []
+    local_region = list(region_shape)
     dim = 0
     for item in index:
         if item is None:
@@ -389,12 +431,21 @@ def _set_basic_global(target: Tensor, index: Basic, value: Any) -> None:
             if clipped is None:
                 return
             local.append(clipped[0])
-            part.append(clipped[1])
+            if dim in spans:  # the value's part already holds just these rows
+                local_region[len(part)] = hi - lo
+                part.append(_FULL)
+            else:
+                part.append(clipped[1])
         else:
             if not lo <= item < hi:
                 return
             local.append(item - lo)
         dim += 1
+    array = xp.asarray(data)
+    if aligned:  # drop the value's leading size-1 dims that the region does not have
+        array = array.reshape(array.shape[array.ndim - len(fitted):])
+    region = xp.broadcast_to(array.reshape(fitted) if not aligned else array,
+                             tuple(local_region))
     piece = region[tuple(part)]
     partial = [a for a, s in enumerate(sbp) if isinstance(s, Partial) and coords[a] != 0]
     if partial:  # the logical value reduces over partial axes: only coordinate 0 writes it
@@ -425,7 +476,7 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
         index: as :func:`getitem`.
         value: a number, an array, or a tensor broadcastable to the indexed region. For a
             global target, arrays and local tensors must be the same on every rank; a global
-            value is made whole (``B``) first.
+            value is made whole (``B``) first, or split as the target (see the module).
 
     Examples:
         >>> x = flow.zeros(2, 3)

@@ -7,7 +7,10 @@ Layout rule, per mesh axis, for a 1-D sorted sequence:
   and the counts add up (``(S(0), B) -> P``): no communication until the result is read;
 - both split: a collective signature, ``(S(0), S(d)) -> S(d)``: each value goes to the one rank
   whose part decides it and comes back with its position
-  (:func:`mpiflow.algorithms.searchsorted`); neither is gathered.
+  (:func:`mpiflow.algorithms.searchsorted`); neither is gathered. Except for a short sequence
+  (:func:`~.layout_rules.short_table`: a few thousand elements, fewer than the values; class
+  labels, bin edges): it is made whole (``B``) and each rank searches its values where they
+  lie, rather than routing every value to the few ranks holding the sequence.
 
 A batch of sequences (``(..., m)`` with values ``(..., k)``) is searched row by row: a split of
 a batch dim of both stays a split, a split of the sequences' last dim gives partial counts.
@@ -16,6 +19,7 @@ With a ``sorter`` the sequence must be whole (broadcast) where it is read.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy
@@ -25,6 +29,7 @@ from ..algorithms import searchsorted as distributed_searchsorted
 from ..layouts.sbp import Split
 from ..tensors.tensor import Tensor
 from .engine import B, Context, OpDef, Signature, apply
+from .layout_rules import short_table
 from .reduction_rules import P_SUM
 
 __all__ = ["searchsorted"]
@@ -72,6 +77,8 @@ def _layouts(seq: Shape, values: Shape, *sorter: Shape, **_: Any) -> list[Signat
 def _collective(seq: Shape, values: Shape, *sorter: Shape, **_: Any) -> list[Signature]:
     if sorter or len(seq) != 1:
         return []
+    if short_table(seq, math.prod(values)):
+        return []  # (B, S(d)): fewer bytes, and the work spread as the values lie
     return [((Split(0), Split(d)), Split(d)) for d in range(len(values))]
 
 

@@ -71,6 +71,16 @@ def test_fancy_rows_of_a_split_tensor_move_only_the_rows_asked_for() -> None:
     assert_array_equal(x.grad.numpy(), want)
 
 
+@pytest.mark.mpi
+def test_a_short_table_taken_by_many_indices_is_made_whole() -> None:
+    classes = numpy.array([2.0, 5.0, 7.0])
+    labels = numpy.random.default_rng(3).integers(0, 3, 5 * N)
+    with count_collectives() as calls:        # predict's classes_[argmax]: no label moves
+        got = make(classes, S0)[make(labels, S0)]
+    assert_array_equal(got.numpy(), classes[labels])
+    assert got.sbp == (S0,) and calls["all_to_all_v"] == 0, calls
+
+
 @pytest.mark.mpi(min_size=4)
 def test_two_dimensional_mesh() -> None:
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])

@@ -217,7 +217,7 @@ def test_global_setitem_with_tensor_values(sbp: Any) -> None:
     x = make(a, sbp)
     want = a.copy()
     v = full((N,), seed=3)
-    x[:, 2] = make(v, S0)                      # a global value, made whole first
+    x[:, 2] = make(v, S0)                      # a global value
     want[:, 2] = v
     x[1:3] = flow.tensor(numpy.arange(5.0))    # a local value, the same on every rank
     want[1:3] = numpy.arange(5.0)
@@ -238,6 +238,32 @@ def test_basic_setitem_communicates_only_for_a_global_value() -> None:
             x[1:, ::2] = 3.0
             x[0] = flow.tensor([1.0, 2.0, 3.0, 4.0])
         assert sum(calls.values()) == 0, (sbp, calls)
+
+
+@pytest.mark.mpi
+def test_a_split_value_spanning_the_split_dim_is_written_where_it_lies() -> None:
+    a, v = full((N, 7)), full((N, 3), seed=2)
+    for sbp in (S0, S1, P):
+        x, want = make(a, S0), a.copy()
+        value = make(v, sbp)
+        with count_collectives() as calls:
+            x[:, 1:4] = value                      # the value's rows lie with the target's
+            x[:, None, 4:7] = value[:, None]       # a new dim and a leading size-1 dim
+            x[:, 0] = value[:, 2]
+        want[:, 1:4] = want[:, 4:7] = v
+        want[:, 0] = v[:, 2]
+        assert_array_equal(x.numpy(), want)
+        gathers = calls["all_gather"] + calls["all_gather_v"]
+        assert gathers == 0 or sbp != S0, calls     # a split value moves nothing
+    x, want = make(a, S0), a.copy()
+    x[1:, 0] = make(v[1:, 0], S0)                  # not the whole dim: made whole first
+    x[:, 1:4] = make(v[:1], S0)                    # broadcast along the split dim
+    want[1:, 0], want[:, 1:4] = v[1:, 0], v[:1]
+    assert_array_equal(x.numpy(), want)
+    y, want3 = make(numpy.zeros((2, N, 4)), S1), numpy.zeros((2, N, 4))
+    y[1, :, 1:3] = make(v[:, :2], S0)
+    want3[1, :, 1:3] = v[:, :2]
+    assert_array_equal(y.numpy(), want3)
 
 
 @pytest.mark.mpi
@@ -272,6 +298,8 @@ def test_two_dimensional_mesh(sbp: tuple[Any, ...]) -> None:
                          ((slice(2, 6), None, -1), -1.0), (numpy.eye(7, 5) > 0, 0.0)):
         x[index] = value
         want[index] = value
+    x[:, 1:3] = flow.tensor(a[:, :2] + 1, placement=mesh, sbp=(B, B)).to_global(sbp=sbp)
+    want[:, 1:3] = a[:, :2] + 1                      # a value laid out as the target
     assert x.sbp == sbp
     assert_array_equal(x.numpy(), want)
 

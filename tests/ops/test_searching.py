@@ -10,6 +10,7 @@ from global_helpers import S0, S1, SIZE, B, N, P, make
 from numpy.testing import assert_array_equal
 
 import mpiflow as flow
+from mpiflow.communication import count_collectives
 
 pytestmark = pytest.mark.mpi
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.mpi
 @pytest.mark.parametrize("values_sbp", [S0, S1, B], ids=str)
 def test_searchsorted_matches_torch(seq_sbp: object, values_sbp: object) -> None:
     rng = numpy.random.default_rng(0)
-    sequence = numpy.sort(rng.integers(0, 9, 2 * N)).astype(numpy.float64)
+    sequence = numpy.sort(rng.integers(0, 9, 4 * N)).astype(numpy.float64)  # > the values
     values = rng.integers(-1, 11, (N, 3)).astype(numpy.float64)
     seq, vals = make(sequence, seq_sbp), make(values, values_sbp)
     for right in (False, True):
@@ -29,6 +30,19 @@ def test_searchsorted_matches_torch(seq_sbp: object, values_sbp: object) -> None
             assert got.sbp == ((P,) if values_sbp == B else (values_sbp,))
     got = flow.searchsorted(seq, 4.0, side="right", out_int32=True)
     assert got.dtype == flow.int32 and got.item() == numpy.searchsorted(sequence, 4.0, "right")
+
+
+def test_a_long_split_sequence_routes_the_values_a_short_one_is_made_whole() -> None:
+    rng = numpy.random.default_rng(2)
+    values = rng.integers(0, 3, 5 * N).astype(numpy.float64)
+    for sequence, routed in ((numpy.arange(6.0 * N), True), (numpy.arange(3.0), False)):
+        seq, vals = make(sequence, S0), make(values, S0)
+        with count_collectives() as calls:
+            got = flow.searchsorted(seq, vals)
+        assert got.sbp == (S0,)
+        assert_array_equal(got.numpy(), numpy.searchsorted(sequence, values))
+        if SIZE > 1:   # a few labels: no value moves, the sequence is made whole
+            assert (calls["all_to_all_v"] > 0) == routed, calls
 
 
 def test_batched_rows_and_a_sorter() -> None:
