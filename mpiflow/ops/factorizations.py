@@ -146,8 +146,8 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
             ``GATHER_LIMIT``.
 
     Examples:
-        >>> Q, R = flow.linalg.qr(flow.tensor([[3.0, 1.0], [4.0, 2.0]]))
-        >>> R.tolist()
+        >>> Q, R = flow.linalg.qr(flow.tensor([[3.0, 1.0], [4.0, 2.0]], dtype=flow.float64))
+        >>> [[round(v, 12) for v in row] for row in R.tolist()]
         [[5.0, 2.2], [0.0, 0.4]]
     """
     if mode not in _MODES:

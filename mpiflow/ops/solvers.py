@@ -372,8 +372,8 @@ def det(A: Tensor) -> Tensor:
     """The determinants of square matrices (torch's ``linalg.det``), by LU.
 
     Examples:
-        >>> flow.linalg.det(flow.tensor([[1.0, 2.0], [3.0, 4.0]])).item()
-        -2.0000000000000004
+        >>> round(flow.linalg.det(flow.tensor([[1.0, 2.0], [3.0, 4.0]])).item(), 5)
+        -2.0
     """
     _square_input("det", A)
     return apply(DET, A)
@@ -509,8 +509,9 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         empty).
 
     Examples:
-        >>> A = flow.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
-        >>> x = flow.linalg.lstsq(A, flow.tensor([[1.0], [2.0], [3.0]])).solution
+        >>> A = flow.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]], dtype=flow.float64)
+        >>> b = flow.tensor([[1.0], [2.0], [3.0]], dtype=flow.float64)
+        >>> x = flow.linalg.lstsq(A, b).solution
         >>> [round(v, 9) for v in x.reshape(-1).tolist()]
         [1.0, 1.0]
     """
