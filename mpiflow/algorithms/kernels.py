@@ -18,6 +18,11 @@ one thread per rank; ``docs/benchmarks/science.md``):
   gives torch every family but GEMM, and ``MPIFLOW_GEMM=torch`` GEMM too (products below
   :data:`GEMM_MIN_FLOPS` always stay with numpy: torch's call costs microseconds more).
 
+Arrays of fewer than :data:`TORCH_MIN_ELEMENTS` elements always run numpy, and torch is
+imported only when a kernel first gives it an array that large: a program (or a test job) whose
+matrices are small never pays torch's import, about 2 s per process. The rule depends on the
+family and the shapes alone, so a replicated matrix gets the same library on every rank.
+
 ``MPIFLOW_KERNELS=numpy`` makes numpy run everything. The results agree with numpy's to
 rounding: a product within ``k * eps * |A| |B|`` elementwise, a factorization within its
 backward error (``eps * |A|`` times a small multiple of the size); factors whose signs are
@@ -35,6 +40,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.metadata
+import importlib.util
 import math
 import os
 from collections.abc import Iterator
@@ -45,9 +52,9 @@ import numpy
 
 from ..core.array_module import array_module
 
-__all__ = ["DEFAULTS", "FAMILIES", "GEMM_MIN_FLOPS", "KERNELS_ENV", "cholesky_ex", "choose_again",
-           "describe", "det", "eigh", "inv_ex", "library", "lstsq", "matmul", "qr", "slogdet",
-           "solve_ex", "solve_triangular", "svd", "threads"]
+__all__ = ["DEFAULTS", "FAMILIES", "GEMM_MIN_FLOPS", "KERNELS_ENV", "TORCH_MIN_ELEMENTS",
+           "cholesky_ex", "choose_again", "describe", "det", "eigh", "inv_ex", "library", "lstsq",
+           "matmul", "qr", "slogdet", "solve_ex", "solve_triangular", "svd", "threads"]
 
 KERNELS_ENV = "MPIFLOW_KERNELS"
 """``numpy`` or ``torch``: the library of every factorization family (default: DEFAULTS)."""
@@ -55,6 +62,9 @@ GEMM_ENV = "MPIFLOW_GEMM"
 THREADS_ENV = "MPIFLOW_KERNEL_THREADS"
 GEMM_MIN_FLOPS = 1 << 24
 """Products of fewer multiply-adds than this (256^3) always run in numpy."""
+TORCH_MIN_ELEMENTS = 1 << 15
+"""Factorizations of fewer elements than this (a 512 x 64 matrix) always run in numpy: they
+take microseconds to a millisecond, less than torch's import or its per-call overhead."""
 
 _FLOATING = frozenset("fc")
 _torch: ModuleType | None = None
@@ -69,7 +79,7 @@ DEFAULTS = {"gemm": "numpy", "qr": "torch", "svd": "torch", "eigh": "numpy", "lu
 
 def _choose() -> dict[str, str]:
     """The library of each kernel family, chosen once (the same on every rank)."""
-    global _choice, _torch
+    global _choice
     if _choice is not None:
         return _choice
     wanted = os.environ.get(KERNELS_ENV, "").strip().lower()
@@ -84,15 +94,23 @@ def _choose() -> dict[str, str]:
         choice["gemm"] = gemm
     elif wanted == "numpy":
         choice["gemm"] = "numpy"
-    torch = None
-    if "torch" in choice.values():
-        try:
-            torch = importlib.import_module("torch")
-        except Exception:  # not installed, or broken: numpy runs everything
-            torch = None
-    _torch = torch
-    _choice = {f: lib if torch is not None else "numpy" for f, lib in choice.items()}
+    # torch is imported at its first use (:func:`_load_torch`), not here
+    found = "torch" in choice.values() and importlib.util.find_spec("torch") is not None
+    _choice = {f: lib if found else "numpy" for f, lib in choice.items()}
     return _choice
+
+
+def _load_torch() -> bool:
+    """Import torch for its first kernel; where that fails, numpy runs every family."""
+    global _torch, _choice
+    if _torch is not None:
+        return True
+    try:
+        _torch = importlib.import_module("torch")
+    except Exception:  # broken: numpy runs everything from now on
+        _choice = {f: "numpy" for f in FAMILIES}
+        return False
+    return True
 
 
 def choose_again() -> None:
@@ -143,8 +161,11 @@ def describe() -> str:
     choice = _choose()
     names = ", ".join(f"{f} {choice[f]}" for f in FAMILIES)
     versions = f"numpy {numpy.__version__}"
-    if _torch is not None:
-        versions += f", torch {getattr(_torch, '__version__', '?')}"
+    if "torch" in choice.values():
+        try:
+            versions += f", torch {importlib.metadata.version('torch')}"
+        except importlib.metadata.PackageNotFoundError:
+            versions += ", torch ?"
     return f"{names} ({versions}); {threads()} thread(s) per rank"
 
 
@@ -167,13 +188,15 @@ def _torch_ok(family: str, *arrays: Any) -> bool:
     """Whether torch runs ``family`` on these arrays: numpy floating arrays it can share."""
     if _choose()[family] != "torch":
         return False
+    if family != "gemm" and sum(getattr(a, "size", 0) for a in arrays) < TORCH_MIN_ELEMENTS:
+        return False
     dtype = arrays[0].dtype
     for a in arrays:
         if type(a) is not numpy.ndarray or a.dtype != dtype or a.dtype.kind not in _FLOATING:
             return False
         if not a.flags.writeable or any(s < 0 for s in a.strides):
             return False  # torch.from_numpy refuses negative strides, warns on read-only
-    return True
+    return _load_torch()
 
 
 def _t(a: numpy.ndarray) -> Any:

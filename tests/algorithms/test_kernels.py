@@ -3,6 +3,9 @@ documented tolerance."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import numpy
@@ -60,10 +63,28 @@ def test_torchs_own_thread_setting_is_restored(monkeypatch: pytest.MonkeyPatch,
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        kernels.qr(numpy.ones((4, 2)) + numpy.eye(4, 2))
+        kernels.qr(numpy.ones((kernels.TORCH_MIN_ELEMENTS // 16, 16)) + numpy.eye(
+            kernels.TORCH_MIN_ELEMENTS // 16, 16))
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_small_matrices_never_import_torch() -> None:
+    program = ("import sys, numpy\n"
+               "from mpiflow.algorithms import kernels\n"
+               "a = numpy.random.default_rng(0).standard_normal((100, 8))\n"
+               "kernels.qr(a); kernels.svd(a, False); kernels.matmul(a.T, a)\n"
+               "assert kernels.library('qr') == 'torch'\n"
+               "assert 'torch' not in sys.modules, 'a small QR imported torch'\n"
+               "n = kernels.TORCH_MIN_ELEMENTS\n"
+               "big = numpy.random.default_rng(1).standard_normal((n, 2))\n"
+               "kernels.qr(big)\n"
+               "assert 'torch' in sys.modules, 'a large QR did not run torch'\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPIFLOW_")}
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
