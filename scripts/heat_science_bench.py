@@ -58,17 +58,22 @@ def _checked(ht: Any, name: str, heat_fn: Callable[[Any], Any], numpy_fn: Callab
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--only", nargs="*", default=[],
+                   help="run the cases whose names contain one of these words")
     args = p.parse_args()
     import heat as ht
 
     rank = ht.MPI_WORLD.rank
     rng = numpy.random.default_rng(0)
     n_sort = 8_000_000
+    n_scan = 1 << 22  # mpiflow.bench.science_scan's size
     cases: list[tuple[str, Callable[[], Any], str | None]] = []
 
     def add(name: str, make: Callable[[], Any], run: Callable[[Any], Any],
             check: tuple[Callable[[Any], Any], Callable[[Any], Any], numpy.ndarray] | None
             ) -> None:
+        if args.only and not any(word in name for word in args.only):
+            return
         problem = _checked(ht, name, *check) if check is not None else None
         x = make()
         cases.append((name, lambda: run(x), problem))
@@ -82,15 +87,20 @@ def main() -> None:
                                  rng.integers(0, 20, 1001)))
     add("median 8M float64", lambda: ht.random.randn(n_sort, split=0, dtype=ht.float64),
         lambda x: ht.median(x), (lambda x: ht.median(x), numpy.median, small))
+    add("quantile 8M float64 (0.1, 0.5, 0.9)",
+        lambda: ht.random.randn(n_sort, split=0, dtype=ht.float64),
+        lambda x: ht.percentile(x, [10.0, 50.0, 90.0]),
+        (lambda x: ht.percentile(x, [10.0, 50.0, 90.0]),
+         lambda x: numpy.percentile(x, [10.0, 50.0, 90.0]), small))
     add("histogram 8M float64 (100 bins)",
         lambda: ht.random.randn(n_sort, split=0, dtype=ht.float64),
         lambda x: ht.histc(x, bins=100, min=-4, max=4),
         (lambda x: ht.histc(x, bins=100, min=-4, max=4),
          lambda x: numpy.histogram(x, bins=100, range=(-4, 4))[0], small))
-    add("cumsum 8M float64", lambda: ht.random.randn(n_sort, split=0, dtype=ht.float64),
+    add("cumsum 4M float64", lambda: ht.random.randn(n_scan, split=0, dtype=ht.float64),
         lambda x: ht.cumsum(x, 0), (lambda x: ht.cumsum(x, 0), numpy.cumsum, small))
-    add("boolean mask x[x > 0] 8M float64",
-        lambda: ht.random.randn(n_sort, split=0, dtype=ht.float64),
+    add("boolean mask x[x > 0] 4M float64",
+        lambda: ht.random.randn(n_scan, split=0, dtype=ht.float64),
         lambda x: x[x > 0], (lambda x: x[x > 0], lambda x: x[x > 0], small))
     add("fft2 2048x2048 complex128",
         lambda: ht.array(rng.standard_normal((2048, 2048)) + 1j, split=0),
