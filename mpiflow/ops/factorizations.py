@@ -174,6 +174,8 @@ def normalize_svd(xp: Any, u: Any, s: Any, vh: Any, by_u: bool) -> tuple[Any, An
     """
     k = s.shape[-1]
     vectors = xp.swapaxes(u[..., :, :k], -1, -2) if by_u else vh[..., :k, :]
+    if k == 0 or vectors.shape[-1] == 0 or vectors.size == 0:
+        return u, s, vh  # no singular pair (an empty matrix): no sign to fix
     at = xp.argmax(xp.abs(vectors), axis=-1)
     pick = xp.take_along_axis(vectors, at[..., None], axis=-1)[..., 0]
     size = xp.abs(pick)

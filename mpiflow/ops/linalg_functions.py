@@ -265,7 +265,13 @@ def _tolerance(s_max: Tensor, m: int, n: int, dtype: numpy.dtype, atol: Any, rto
     """torch's ``max(atol, rtol * s_max)``; ``rtol`` defaults to ``eps * max(m, n)`` when
     ``atol`` is not given, else to 0."""
     if rtol is None:
-        rtol = float(numpy.finfo(dtype).eps) * max(m, n) if atol in (None, 0) else 0.0
+        rtol = float(numpy.finfo(dtype).eps) * max(m, n) if atol is None or (
+            not isinstance(atol, Tensor) and atol == 0) else 0.0
+    # tensors of tolerances are per matrix (the batch shape, as torch): against s_max's last dim
+    if isinstance(rtol, Tensor) and rtol.ndim:
+        rtol = unsqueeze(rtol, -1)
+    if isinstance(atol, Tensor) and atol.ndim:
+        atol = unsqueeze(atol, -1)
     tol = pw.mul(s_max, rtol)
     return tol if atol is None else pw.maximum(tol, atol)
 

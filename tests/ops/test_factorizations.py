@@ -205,3 +205,13 @@ def test_tsqr_on_a_2d_mesh(sbp: Any) -> None:
     assert r.sbp == (B, B) and all(s in (S0, B) for s in q.sbp)
     s = flow.linalg.svdvals(x)
     assert_allclose(s.numpy(), numpy.linalg.svd(a, compute_uv=False), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 0, 1), (4, 1, 0), (0, 3), (3, 0), (2, 0, 0)])
+def test_empty_matrices_have_an_empty_svd_and_pinv(shape: tuple[int, ...]) -> None:
+    a = numpy.zeros(shape)
+    x = flow.tensor(a)
+    u, s, vh = flow.linalg.svd(x, full_matrices=False)
+    want = numpy.linalg.svd(a, full_matrices=False)
+    assert [tuple(t.shape) for t in (u, s, vh)] == [w.shape for w in want]
+    assert tuple(flow.linalg.pinv(x).shape) == numpy.linalg.pinv(a).shape

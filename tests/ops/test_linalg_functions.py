@@ -104,3 +104,14 @@ def test_matrix_power_and_vecdot() -> None:
     x, y = value((M, 3), 11, numpy.complex128), value((M, 3), 12, numpy.complex128)
     got = flow.linalg.vecdot(glob(x, S0), glob(y, S0))
     assert_allclose(got.numpy(), (numpy.conj(x) * y).sum(-1), atol=1e-12)
+
+
+def test_tolerance_tensors_are_per_matrix_as_torch() -> None:
+    a = numpy.random.default_rng(0).standard_normal((2, 4, 3))
+    a[1, :, 2] = a[1, :, 0]  # rank 2
+    tol = numpy.array([0.5, 1e-3])
+    for name in ("pinv", "matrix_rank"):
+        for kw in ("rtol", "atol"):
+            got = getattr(flow.linalg, name)(flow.tensor(a), **{kw: flow.tensor(tol)})
+            want = getattr(torch.linalg, name)(torch.tensor(a), **{kw: torch.tensor(tol)})
+            numpy.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
