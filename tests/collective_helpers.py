@@ -48,7 +48,7 @@ def supports(op: ReduceOp, dtype: numpy.dtype) -> bool:
     """Whether ``op`` is defined for ``dtype`` (PyTorch's rules)."""
     kind = numpy.dtype(dtype).kind
     if op is ReduceOp.AVG:
-        return kind in "fc"
+        return kind != "b"  # integers as torch's NCCL backend: the sum truncated toward zero
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR):
         return kind in "biu"
     if op in (ReduceOp.MIN, ReduceOp.MAX):
@@ -93,7 +93,9 @@ def reduce_expected(op: ReduceOp, arrays: list[numpy.ndarray]) -> numpy.ndarray:
         return numpy.logical_xor.reduce(stack, axis=0)
     out = _NUMERIC[op].reduce(stack, axis=0, dtype=dt)
     out = numpy.asarray(out, dtype=dt)
-    if op is ReduceOp.AVG:
+    if op is ReduceOp.AVG and dt.kind in "iu":  # C's division: truncated toward zero
+        out = numpy.asarray(numpy.sign(out) * (numpy.abs(out) // len(arrays)), dtype=dt)
+    elif op is ReduceOp.AVG:
         out = numpy.asarray(out / len(arrays), dtype=dt)
     return out
 

@@ -95,7 +95,9 @@ class FakeNcclComm:
         self.comm, self.lib = comm, lib
 
     def _finish(self, out: numpy.ndarray, op: int) -> None:
-        if _REDUCTIONS[op] == "avg":
+        if _REDUCTIONS[op] == "avg" and out.dtype.kind in "iu":  # ncclAvg: C's division
+            out[...] = numpy.sign(out) * (numpy.abs(out) // self.comm.Get_size())
+        elif _REDUCTIONS[op] == "avg":
             out /= self.comm.Get_size()
 
     def allReduce(self, send: int, recv: int, count: int, dt: int, op: int,

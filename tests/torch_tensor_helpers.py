@@ -61,7 +61,8 @@ def reduce_expected(op: ReduceOp, tensors: list[Any]) -> Any:
         return functools.reduce(bitwise[op], tensors)
     result = {
         ReduceOp.SUM: lambda: stack.sum(0),
-        ReduceOp.AVG: lambda: stack.sum(0) / len(tensors),
+        ReduceOp.AVG: lambda: stack.sum(0) / len(tensors) if stack.is_floating_point()
+        or stack.is_complex() else torch.div(stack.sum(0), len(tensors), rounding_mode="trunc"),
         ReduceOp.PRODUCT: lambda: stack.prod(0),
         ReduceOp.MIN: lambda: stack.amin(0),
         ReduceOp.MAX: lambda: stack.amax(0),
@@ -72,7 +73,7 @@ def reduce_expected(op: ReduceOp, tensors: list[Any]) -> Any:
 def supports(op: ReduceOp, dtype: Any) -> bool:
     """Whether ``op`` is defined for ``dtype`` (PyTorch's rules, as mpiflow's for numpy)."""
     if op is ReduceOp.AVG:
-        return dtype.is_floating_point or dtype.is_complex
+        return dtype != torch.bool  # integers: the sum truncated toward zero, as NCCL
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR):
         return not (dtype.is_floating_point or dtype.is_complex)
     if op in (ReduceOp.MIN, ReduceOp.MAX):

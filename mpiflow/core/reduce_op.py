@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy
 
-__all__ = ["ReduceOp", "check_reduce_dtype"]
+__all__ = ["ReduceOp", "check_reduce_dtype", "divide_in_place"]
 
 
 class ReduceOp(enum.Enum):
@@ -81,12 +81,40 @@ def check_reduce_dtype(op: ReduceOp, dtype: Any) -> None:
     if not numpy.dtype(dtype).isnative:
         raise TypeError(f"collectives need the machine's byte order, got {numpy.dtype(dtype)} "
                         "(convert first: x.astype(x.dtype.newbyteorder('=')))")
-    if op is ReduceOp.AVG and kind not in "fc":
+    if op is ReduceOp.AVG and kind == "b":
         raise TypeError(
-            f"ReduceOp.AVG needs a floating point or complex dtype, got {numpy.dtype(dtype)} "
-            "(PyTorch refuses it too); reduce with SUM and divide, or cast first"
+            f"ReduceOp.AVG is undefined for {numpy.dtype(dtype)} (torch's NCCL backend refuses "
+            "it too); reduce with SUM (any) or cast first"
         )
     if op in _BITWISE and kind not in "biu":
         raise TypeError(f"{op!r} needs an integer or bool dtype, got {numpy.dtype(dtype)}")
     if op in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
         raise TypeError(f"{op!r} is undefined for complex dtype {numpy.dtype(dtype)}")
+
+
+def divide_in_place(buf: Any, size: int) -> None:
+    """Divide the sum in ``buf`` by ``size`` in place: AVG's last step, in ``buf``'s dtype.
+
+    Floating and complex sums are divided exactly as ``buf /= size``. Integer sums are divided
+    as NCCL's ``ncclAvg`` does (and so torch's NCCL backend): C's integer division, which
+    truncates toward zero (-7 / 2 is -3, not numpy's floor -4).
+
+    Args:
+        buf: a numpy (or CuPy) array holding the sum over the ranks.
+        size: the number of ranks summed.
+
+    Examples:
+        >>> a = numpy.array([7, -7, -8, 5], dtype=numpy.int64)
+        >>> divide_in_place(a, 2)
+        >>> a.tolist()
+        [3, -3, -4, 2]
+    """
+    if buf.dtype.kind in "fc":
+        buf /= size
+    elif buf.dtype.kind == "u":
+        buf //= size
+    else:
+        # x - fmod(x, n) is an exact multiple of n between 0 and x (never overflows), so the
+        # floor division of it is exact: the quotient truncated toward zero.
+        buf -= numpy.fmod(buf, size)  # CuPy arrays take numpy's ufuncs too
+        buf //= size

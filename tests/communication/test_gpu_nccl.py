@@ -201,6 +201,8 @@ def test_nccl_takes_host_arrays_too() -> None:
         ("bool", ReduceOp.BAND, True, NcclReduction("uint8", "min")),
         ("bool", ReduceOp.BXOR, True, "NCCL has no logical xor"),
         ("int64", ReduceOp.MIN, True, NcclReduction("int64", "min")),
+        ("int64", ReduceOp.AVG, True, NcclReduction("int64", "avg")),
+        ("uint8", ReduceOp.AVG, False, "NCCL before 2.10 cannot average uint8"),
         ("uint8", ReduceOp.PRODUCT, True, NcclReduction("uint8", "prod")),
         ("int32", ReduceOp.BOR, True, "NCCL has no bitwise reductions"),
         ("int16", ReduceOp.SUM, True, "NCCL has no int16 type"),

@@ -72,8 +72,8 @@ DTYPES = [numpy.dtype(d) for d in ("bool", "int16", "int32", "int64", "float32",
                                    "complex64")]
 OPS_BY_KIND = {
     "b": list(ReduceOp),
-    "i": [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.BAND,
-          ReduceOp.BOR, ReduceOp.BXOR],
+    "i": [ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX,
+          ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR],
     "f": [ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX],
     "c": [ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT],
 }
@@ -252,8 +252,8 @@ def test_empty_and_zero_dimensional_buffers(dev: Any) -> None:
 
 @pytest.mark.mpi
 def test_errors_are_the_mpi_communicators(dev: Any) -> None:
-    with pytest.raises(TypeError, match="AVG needs a floating"):
-        dev.all_reduce(numpy.ones(3, numpy.int32), ReduceOp.AVG)
+    with pytest.raises(TypeError, match="AVG is undefined for bool"):
+        dev.all_reduce(numpy.ones(3, bool), ReduceOp.AVG)
     with pytest.raises(ValueError, match="all_gather needs"):
         dev.all_gather(numpy.ones(3), numpy.ones(3 * WORLD + 1))
     with pytest.raises(ValueError, match="not a rank of this group"):

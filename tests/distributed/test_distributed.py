@@ -7,6 +7,8 @@ Point-to-point: test_distributed_p2p.py. Errors: test_distributed_errors.py.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy
 import pytest
 from collective_helpers import (
@@ -73,6 +75,27 @@ def test_reduce_scatter_list(pair):
     out = numpy.zeros(ODD, dtype=dtype)
     dist.reduce_scatter(out, inputs, op=op)
     assert_same(out, reduce_expected(op, all_data((ODD,), dtype, salt=RANK)))
+
+
+def _avg_row(rank: int, dtype: str) -> list[int]:
+    """Rank ``rank``'s input: sums -1, -n*n, +1, the type's minimum and n*n+1 over n ranks
+    (negative, exact and inexact quotients, and a value whose negation does not fit)."""
+    row = [0, -(2 * rank + 1), 0, 0, 0]  # 1 + 3 + ... + (2n-1) = n*n
+    if rank == 0:
+        row = [-1, -1, 1, int(numpy.iinfo(dtype).min), WORLD * WORLD + 1]
+    return [abs(v) for v in row] if numpy.dtype(dtype).kind == "u" else row
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint8"])
+def test_integer_avg_truncates_toward_zero_as_nccl(dtype):
+    sums = [sum(col) for col in zip(*[_avg_row(r, dtype) for r in range(WORLD)])]
+    expected = numpy.array([int(Fraction(s, WORLD)) for s in sums], dtype=dtype)
+    x = numpy.array(_avg_row(RANK, dtype), dtype=dtype)
+    dist.all_reduce(x, op=ReduceOp.AVG)
+    assert_same(x, expected)
+    y = numpy.array(_avg_row(RANK, dtype), dtype=dtype)
+    dist.reduce(y, dst=WORLD - 1, op=ReduceOp.AVG)
+    assert_same(y, expected if RANK == WORLD - 1 else numpy.array(_avg_row(RANK, dtype), dtype))
 
 
 def test_reduce_op_alias():

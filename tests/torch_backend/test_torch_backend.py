@@ -64,6 +64,8 @@ def expected_reduce(op: str, dtype, n: int = 6):
         return out.to(dtype)
     if op == "SUM":
         return wide.sum(0).to(dtype)
+    if op == "AVG" and not (dtype.is_floating_point or dtype.is_complex):
+        return torch.div(wide.sum(0), SIZE, rounding_mode="trunc").to(dtype)
     if op == "AVG":
         return (wide.sum(0) / SIZE).to(dtype)
     if op == "PRODUCT":
@@ -76,8 +78,6 @@ def valid(op: str, dtype) -> bool:
         return op != "AVG"
     if op in ("BAND", "BOR", "BXOR"):
         return not (dtype.is_floating_point or dtype.is_complex)
-    if op == "AVG":
-        return dtype.is_floating_point or dtype.is_complex
     if dtype.is_complex:
         return op in ("SUM", "AVG")  # torch itself refuses the others on complex tensors
     return True
@@ -102,6 +102,25 @@ def test_all_reduce(op: str, dtype) -> None:
     dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
     assert t.data_ptr() == ptr
     torch.testing.assert_close(t, expected_reduce(op, dtype), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8])
+def test_integer_avg_is_ncclavg_the_sum_truncated_toward_zero(dtype) -> None:
+    # Lightning averages int64 counters with AVG; torch's NCCL backend divides the sum as C
+    # does. Rank 0 adds -1 and the type's minimum, every rank r adds -(2r+1) (sum -n*n) and 1.
+    def row(r: int) -> list[int]:
+        return [-1 if r == 0 else 0, -(2 * r + 1), 1,
+                int(torch.iinfo(dtype).min) if r == 0 else 0]
+
+    sums = torch.tensor([sum(col) for col in zip(*[row(r) for r in range(SIZE)])])
+    expected = torch.div(sums, SIZE, rounding_mode="trunc").to(dtype)
+    t = torch.tensor(row(RANK), dtype=dtype)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    torch.testing.assert_close(t, expected, rtol=0, atol=0)
+    out = torch.empty(2, dtype=dtype)
+    dist.reduce_scatter_tensor(out, torch.tensor(row(RANK) * SIZE, dtype=dtype)[:2 * SIZE],
+                               op=dist.ReduceOp.AVG)
+    torch.testing.assert_close(out, expected.repeat(SIZE)[2 * RANK:2 * RANK + 2], rtol=0, atol=0)
 
 
 def test_bfloat16_sums_are_rounded_once_not_reduced_as_integers() -> None:
@@ -313,7 +332,7 @@ def test_bad_input_raises_on_the_calling_rank_before_anything_is_sent() -> None:
     with pytest.raises(ValueError, match="split"):
         dist.all_to_all_single(torch.empty(3), torch.empty(3), [1] * (SIZE + 1), [1] * (SIZE + 1))
     with pytest.raises(TypeError, match="AVG"):
-        dist.all_reduce(torch.ones(2, dtype=torch.int32), op=dist.ReduceOp.AVG)
+        dist.all_reduce(torch.ones(2, dtype=torch.bool), op=dist.ReduceOp.AVG)
     with pytest.raises((ValueError, RuntimeError)):
         dist.broadcast(torch.ones(2), src=SIZE)
     # nothing was left half-done: the next collective still matches on every rank

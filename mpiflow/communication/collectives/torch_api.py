@@ -122,7 +122,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
 
     Args:
         tensor: array or tensor; holds the result afterwards.
-        op: a :class:`ReduceOp` (AVG needs a floating dtype; bitwise ops an integer one).
+        op: a :class:`ReduceOp` (AVG is undefined for bool; bitwise ops need an integer one).
         group: the group, None for the world.
         async_op: return a :class:`Work` instead of blocking.
 

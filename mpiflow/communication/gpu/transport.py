@@ -438,8 +438,9 @@ def nccl_reduction(dtype: Any, op: ReduceOp, has_avg: bool) -> NcclReduction | s
     if dt.name not in NCCL_DTYPES:
         return f"NCCL has no {numpy.dtype(dtype).name} type"
     if op is ReduceOp.AVG:
-        if dt.kind != "f":
-            return f"NCCL cannot average {dt.name}"
+        if dt.kind != "f":  # ncclAvg truncates integer means toward zero, as MPI's path does
+            return NcclReduction(dt.name, "avg") if has_avg else \
+                f"NCCL before 2.10 cannot average {dt.name}"
         return NcclReduction(dt.name, "avg", factor) if has_avg else \
             NcclReduction(dt.name, "sum", factor, divide=True)
     return NcclReduction(dt.name, _NCCL_OPS[op], factor)

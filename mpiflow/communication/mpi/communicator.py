@@ -25,7 +25,7 @@ from mpi4py import MPI
 
 from ...core.completion import chain as _chain
 from ...core.message_size import MessageSizeError
-from ...core.reduce_op import ReduceOp
+from ...core.reduce_op import ReduceOp, divide_in_place
 from ..fast import FastPaths, concurrent_use
 from ..form import all_reduce_formed, out_of_place_from, pieces
 from ..watchdog import monitor as watchdog
@@ -226,8 +226,7 @@ class MPICommunicator(Communicator):
         size = self.size
 
         def divide() -> None:
-            target = buf
-            target /= size  # in place, in the buffer's own dtype
+            divide_in_place(buf, size)  # in place, in the buffer's own dtype
 
         return divide
 
