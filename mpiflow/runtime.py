@@ -29,7 +29,14 @@ from typing import Any, NoReturn
 
 from mpi4py import MPI
 
-from .core.launcher_env import LauncherValues, apply_torchrun_env, launcher_values
+from .core.launcher_env import (
+    LauncherValues,
+    agree_master,
+    apply_master_env,
+    apply_torchrun_env,
+    launcher_values,
+    master_env_wanted,
+)
 from .layouts import placement
 
 __all__ = ["Topology", "LauncherMismatchError", "abort_job", "exit_description", "exit_status",
@@ -333,3 +340,8 @@ apply_torchrun_env(os.environ, LauncherValues(
     "MPI", topology.rank, topology.size, topology.local_rank, topology.local_size,
     topology.node_rank) if topology.size > 1 or launcher_values(os.environ) is not None
     else None)
+# MASTER_ADDR/MASTER_PORT (rank 0's host, a port free there) where unset, agreed now if the
+# auto-load hook did not (torch < 2.5, TORCH_DEVICE_BACKEND_AUTOLOAD=0): collective, as is this
+# import; the condition is the same on every rank.
+if master_env_wanted(os.environ, topology.size):
+    apply_master_env(os.environ, *agree_master(world, topology.node_size == 1))

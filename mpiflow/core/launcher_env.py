@@ -8,6 +8,10 @@ their own names. :data:`LAUNCHERS` maps them; :func:`launcher_values` reads them
 anything but the standard library, so torch's backend auto-load hook (which runs at
 ``import torch``) can load this file on its own, without importing ``mpiflow``.
 
+``MASTER_ADDR``/``MASTER_PORT`` complete torchrun's contract: rank 0's host and a port free
+there, which the ranks must agree on, so they come from :func:`agree_master` over MPI (the
+communicator is passed in; this module still starts nothing) and :func:`apply_master_env`.
+
 Values a user, a batch script or torchrun set are never replaced. The variables this module
 set are recorded in ``MPIFLOW_LAUNCHER_ENV``, so a process started from a rank (a nested
 ``mpiexec``, a subprocess) recognises inherited values as its parent's guesses and replaces
@@ -18,14 +22,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, MutableMapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["LAUNCHERS", "LauncherVars", "LauncherValues", "MARKER", "TORCHRUN_NAMES",
-           "apply_torchrun_env", "fresh_job_env", "launcher_values", "slurm_tasks_on_node",
-           "torchrun_env"]
+__all__ = ["LAUNCHERS", "LauncherVars", "LauncherValues", "MARKER", "MASTER_NAMES",
+           "TORCHRUN_NAMES", "agree_master", "apply_master_env", "apply_torchrun_env",
+           "fresh_job_env", "launcher_values", "master_env_wanted", "set_here",
+           "slurm_tasks_on_node", "torchrun_env"]
 
 MARKER = "MPIFLOW_LAUNCHER_ENV"
 TORCHRUN_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+MASTER_NAMES = ("MASTER_ADDR", "MASTER_PORT")
+_RECORDED = TORCHRUN_NAMES + MASTER_NAMES
 
 
 class LauncherVars(NamedTuple):
@@ -163,7 +170,7 @@ def _inherited(environ: Mapping[str, str]) -> dict[str, str]:
     recorded: dict[str, str] = {}
     for item in environ.get(MARKER, "").split(","):
         name, _, value = item.partition("=")
-        if name in TORCHRUN_NAMES:
+        if name in _RECORDED:
             recorded[name] = value
     return recorded
 
@@ -211,8 +218,7 @@ def torchrun_env(environ: Mapping[str, str],
     if not updates:
         return {}
     mine = {**{k: v for k, v in inherited.items() if environ.get(k) == v}, **updates}
-    updates[MARKER] = ",".join(f"{name}={mine[name]}" for name in TORCHRUN_NAMES
-                               if name in mine)
+    updates[MARKER] = ",".join(f"{name}={mine[name]}" for name in _RECORDED if name in mine)
     return updates
 
 
@@ -275,3 +281,78 @@ def apply_torchrun_env(environ: MutableMapping[str, str], known: LauncherValues 
     if MARKER in environ:
         items = [item for item in environ[MARKER].split(",") if not item.startswith("PID=")]
         environ[MARKER] = ",".join([*items, f"PID={me}"])
+
+
+def set_here(environ: Mapping[str, str], name: str) -> bool:
+    """Whether ``environ[name]`` is a value mpiflow set (the marker lists it, unchanged).
+
+    >>> set_here({"MASTER_ADDR": "n1", MARKER: "MASTER_ADDR=n1,PID=7"}, "MASTER_ADDR")
+    True
+    >>> set_here({"MASTER_ADDR": "n2", MARKER: "MASTER_ADDR=n1,PID=7"}, "MASTER_ADDR")
+    False
+    """
+    value = environ.get(name)
+    return bool(value) and _inherited(environ).get(name) == value
+
+
+def master_env_wanted(environ: Mapping[str, str], world_size: int | None) -> bool:
+    """Whether to agree on ``MASTER_ADDR``/``MASTER_PORT``: several ranks, not torchrun's
+    process, and one of them unset. Every rank must answer alike (the agreement is collective):
+    it depends only on the job's size and on variables a launcher gives every rank alike.
+
+    >>> master_env_wanted({"MASTER_ADDR": "n1"}, 4), master_env_wanted({}, 1)
+    (True, False)
+    """
+    if world_size is None or world_size < 2 or environ.get("TORCHELASTIC_RUN_ID"):
+        return False
+    return any(not environ.get(name) for name in MASTER_NAMES)
+
+
+def _master_here(single_node: bool) -> tuple[str, str]:
+    """This host's name (the loopback address when every rank is on it) and a free port."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))  # the kernel picks a port free on every interface
+        port = probe.getsockname()[1]
+    return ("127.0.0.1" if single_node else socket.getfqdn()), str(port)
+
+
+def agree_master(comm: Any, single_node: bool) -> tuple[str, str]:
+    """Rank 0's host and a port free there, the same on every rank of ``comm`` (collective).
+
+    Args:
+        comm: an mpi4py communicator over the whole job (its rank 0 is torch's rank 0).
+        single_node: whether every rank runs on rank 0's node (then ``127.0.0.1``).
+
+    Returns:
+        ``(MASTER_ADDR, MASTER_PORT)``, as torchrun gives them. As with torchrun's own choice,
+        the port was free when rank 0 looked; nothing holds it.
+    """
+    chosen = _master_here(single_node) if comm.Get_rank() == 0 else None
+    addr, port = comm.bcast(chosen, root=0)
+    return str(addr), str(port)
+
+
+def apply_master_env(environ: MutableMapping[str, str], addr: str, port: str) -> None:
+    """Set ``MASTER_ADDR``/``MASTER_PORT`` where unset, recording them in the marker.
+
+    A value already set (by the user, a batch script, a framework) is kept, and so is the
+    pair: a lone ``MASTER_ADDR`` keeps its own host, and only the port is added.
+
+    >>> env = {"MPIFLOW_LAUNCHER_ENV": "RANK=1,PID=7"}
+    >>> apply_master_env(env, "n1", "29400")
+    >>> env["MASTER_ADDR"], env["MASTER_PORT"], env["MPIFLOW_LAUNCHER_ENV"]
+    ('n1', '29400', 'RANK=1,MASTER_ADDR=n1,MASTER_PORT=29400,PID=7')
+    """
+    added = {name: value for name, value in zip(MASTER_NAMES, (addr, port), strict=True)
+             if not environ.get(name)}
+    if not added:
+        return
+    environ.update(added)
+    items = [item for item in environ.get(MARKER, "").split(",") if item]
+    pid = [item for item in items if item.startswith("PID=")]
+    kept = [item for item in items if not item.startswith("PID=")
+            and item.partition("=")[0] not in added]
+    mine = [f"{name}={value}" for name, value in added.items()]
+    environ[MARKER] = ",".join([*kept, *mine, *(pid or [f"PID={os.getpid()}"])])

@@ -8,6 +8,9 @@
 
     dist.init_process_group(backend="mpiflow")   # rank and size from MPI, no MASTER_ADDR
 
+``backend="mpi"`` runs on mpiflow too where torch has no MPI of its own (stock wheels):
+:func:`install_mpi`, ``MPIFLOW_TORCH_MPI=0`` to turn it off.
+
 Every collective, point-to-point operation, subgroup (``new_group``, ``init_device_mesh``),
 object collective and functional collective of torch runs on mpiflow's MPI communicators,
 with mpiflow's safety: abort of the whole job on an uncaught exception, the watchdog
@@ -30,15 +33,16 @@ except ModuleNotFoundError as _missing:
         f"mpiflow.torch needs PyTorch, which is not installed: {install_hint('torch')}; "
         "the CPU build is enough on CPU nodes (docs/torch.md)", name="torch") from None
 
-from .backend import create_process_group, register
+from .backend import create_process_group, install_mpi, register
 from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
 from .rendezvous import install as _install_rendezvous
 
 __all__ = ["BACKEND_NAME", "MPIStore", "ProcessGroupMPIFlow", "create_process_group",
-           "register"]
+           "install_mpi", "register"]
 
 register()
 _install_rendezvous()
+install_mpi()
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ with ``MPI_Comm_create_group`` over its members (collective over them alone, as 
 from __future__ import annotations
 
 import zlib
+from types import SimpleNamespace
 from typing import Any
 
 import torch.distributed as dist
@@ -20,7 +21,7 @@ from ..communication.mpi.group import world_comm
 from ..communication.watchdog import monitor as watchdog
 from .process_group import BACKEND_NAME, ProcessGroupMPIFlow
 
-__all__ = ["create_process_group", "register"]
+__all__ = ["create_mpi_group", "create_process_group", "install_mpi", "register"]
 
 _TORCH_DEFAULT = getattr(dist, "default_pg_timeout", None)
 
@@ -64,6 +65,31 @@ def create_process_group(opts: Any, pg_options: Any = None) -> ProcessGroupMPIFl
     return ProcessGroupMPIFlow(new_communicator(comm), timeout)
 
 
+def create_mpi_group(ranks: list[int]) -> ProcessGroupMPIFlow | None:
+    """Make the group torch's ``"mpi"`` backend asks for, on mpiflow (``ProcessGroupMPI.create``).
+
+    Where torch has no MPI of its own, ``backend="mpi"`` reaches this through
+    :func:`mpiflow.torch.install_mpi`. torch's MPI branch passes only the group's world ranks
+    (none for the default group), no store and no timeout: the group's limit stays the
+    watchdog's (``MPIFLOW_TIMEOUT``).
+
+    Args:
+        ranks: the group's world ranks; empty for the whole world.
+
+    Returns:
+        The process group, or ``None`` on a rank outside it (torch's non-member).
+    """
+    world: Any = world_comm.mpi_comm
+    members = list(ranks) or list(range(world.Get_size()))
+    me = world.Get_rank()
+    if me not in members:
+        return None
+    opts = SimpleNamespace(global_ranks_in_group=list(ranks), group_size=len(members),
+                           group_rank=members.index(me), timeout=None,
+                           group_id="mpi:" + ",".join(map(str, members)))
+    return create_process_group(opts)
+
+
 def register() -> None:
     """Register the ``"mpiflow"`` backend with torch (idempotent), for CPU and CUDA tensors."""
     if BACKEND_NAME.upper() in dist.Backend._plugins:
@@ -72,3 +98,24 @@ def register() -> None:
             return
     dist.Backend.register_backend(BACKEND_NAME, create_process_group, extended_api=True,
                                   devices=["cpu", "cuda"])
+
+
+def install_mpi() -> bool:
+    """Let ``backend="mpi"`` run on mpiflow where torch has no MPI of its own (idempotent).
+
+    torch's ``"mpi"`` branch is hard-coded (a backend named ``"mpi"`` cannot be registered):
+    where ``torch.distributed.is_mpi_available()`` is false, its ``ProcessGroupMPI`` becomes
+    one whose ``create`` makes mpiflow groups (:func:`create_mpi_group`), and the availability
+    flag is set. A torch built with MPI is left alone; ``MPIFLOW_TORCH_MPI=0`` turns it off.
+
+    Returns:
+        Whether ``"mpi"`` runs on mpiflow.
+
+    Examples:
+        >>> import torch.distributed as dist
+        >>> install_mpi() == dist.is_mpi_available()
+        True
+    """
+    from _mpiflow_torch_autoload import install_mpi as install
+
+    return bool(install())
