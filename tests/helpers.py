@@ -19,7 +19,7 @@ LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "MPI_LOCAL", "HYDRA_", "OMPI_", "PRTE_", "
 # torchrun's variables that the auto-load hook set in this (test) process from its own launch:
 # a new job is a new launch, whose ranks must not inherit them.
 FRESH_JOB_DROPS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                   "MPIFLOW_LAUNCHER_ENV")
+                   "MASTER_ADDR", "MASTER_PORT", "MPIFLOW_LAUNCHER_ENV")
 KEPT_SETTINGS = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
                  "PRTE_MCA_rmaps_default_mapping_policy")
 

@@ -6,13 +6,17 @@ expected to fire); these start their own jobs, so they run in the 1-rank session
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
-from helpers import Job, run_job
+from helpers import Job, job_env, run_job
 
 pytest.importorskip("torch")
 LIMIT = 90  # the hard limit of every job
+PTDIST = Path(__file__).resolve().parent / "programs" / "ptdist.py"
 
 
 def job(ranks: int, code: str, **env: str) -> Job:
@@ -25,7 +29,7 @@ def test_torch_auto_loads_the_backend_without_importing_mpiflow() -> None:
         import sys
         import torch, torch.distributed as dist
         assert "mpiflow" in dist.Backend.backend_list, dist.Backend.backend_list
-        assert "mpiflow" not in sys.modules and "mpi4py.MPI" not in sys.modules  # no MPI yet
+        assert "mpiflow" not in sys.modules  # only MPI, for MASTER_ADDR/MASTER_PORT
         dist.init_process_group("mpiflow")  # no MASTER_ADDR, no RANK: all from MPI
         t = torch.ones(2)
         dist.all_reduce(t)
@@ -37,6 +41,55 @@ def test_torch_auto_loads_the_backend_without_importing_mpiflow() -> None:
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ranks [(0, [2.0, 2.0]), (1, [2.0, 2.0])]", result.stdout
+
+
+def test_one_process_without_a_launcher_starts_no_mpi_at_import_torch() -> None:
+    code = ("import sys, os, torch, torch.distributed as dist; "
+            "print('mpi4py.MPI' in sys.modules, 'MASTER_ADDR' in os.environ, "
+            "dist.is_mpi_available())")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=LIMIT, env=job_env({}))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "False", "False"], proc.stdout
+
+
+def test_the_seeds_ptdist_runs_unchanged_with_backend_mpi_as_on_gloo(tmp_path: Path) -> None:
+    """The seed's program under mpiexec at 2 ranks, as is, then with 'gloo': the same output.
+    Each rank's stdout goes to its own file (the ranks' prints interleave on one stream)."""
+    source = PTDIST.read_text()
+    assert source.count("backend='mpi'") == 1
+    outputs = {}
+    for backend in ("mpi", "gloo"):
+        program = tmp_path / backend / "ptdist.py"
+        program.parent.mkdir()
+        program.write_text(source.replace("backend='mpi'", f"backend='{backend}'"))
+        result = job(2, f"""
+            import os, runpy, sys
+            rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+            sys.stdout = open(os.path.join({str(program.parent)!r}, f"out.{{rank}}"), "w")
+            runpy.run_path({str(program)!r}, run_name="__main__")
+        """)
+        assert result.returncode == 0, f"{backend}: {result.stderr}"
+        outputs[backend] = [(program.parent / f"out.{r}").read_text() for r in range(2)]
+    assert outputs["mpi"] == ["Rank-0 has sent the following tensor to Rank-1\n"
+                              "tensor([ 1., -1.])\n",
+                              "Rank-1 has recieved the following tensor from Rank-0\n"
+                              "tensor([ 1., -1.])\n"], outputs["mpi"]
+    assert outputs["mpi"] == outputs["gloo"]
+
+
+def test_mpi_backend_switched_off_is_torchs_error_again() -> None:
+    result = job(2, """
+        import torch.distributed as dist
+        import mpiflow.torch
+        assert not dist.is_mpi_available() and not mpiflow.torch.install_mpi()
+        try:
+            dist.init_process_group("mpi")
+        except RuntimeError as exc:
+            print("refused:", exc, flush=True)
+    """, MPIFLOW_TORCH_MPI="0")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("refused: Distributed package doesn't have MPI built in") == 2
 
 
 def test_gloo_runs_on_the_mpi_store_under_mpiexec_without_master_addr() -> None:
