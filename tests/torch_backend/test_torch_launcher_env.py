@@ -105,3 +105,44 @@ def test_values_the_user_set_are_kept_and_mpi_fills_the_node_index() -> None:
     assert result.returncode == 0, result.stderr
     assert lines(result) == ["rank 0 local 0 group None 0 mine 7",
                              "rank 1 local 0 group None 1 mine 7"], result.stdout
+
+
+def test_master_addr_and_port_are_agreed_at_import_torch_and_the_port_is_free() -> None:
+    # pytorch/examples' ddp/example.py reads both before init_process_group, never importing
+    # mpiflow: the auto-load hook sets them. The "mpiflow" group still rendezvous over MPI.
+    result = job(2, """
+        import os, sys
+        import torch, torch.distributed as dist
+        addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+        assert "mpiflow" not in sys.modules
+        rank = int(os.environ["RANK"])
+        tcp = dist.TCPStore(addr, port, 2, rank == 0, wait_for_workers=True)  # it is free
+        tcp.set(f"seen{rank}", f"{addr}:{port}")
+        dist.init_process_group("mpiflow")
+        store = dist.distributed_c10d._get_default_store()
+        while isinstance(store, dist.PrefixStore):
+            store = store.underlying_store
+        kind = type(store).__name__
+        print(f"rank {rank} {kind} {addr} {tcp.get('seen0') == tcp.get('seen1')}", flush=True)
+        dist.barrier()
+        dist.destroy_process_group()
+    """)
+    assert result.returncode == 0, result.stderr
+    assert lines(result) == ["rank 0 MPIStore 127.0.0.1 True", "rank 1 MPIStore 127.0.0.1 True"], \
+        result.stdout
+
+
+def test_without_the_hook_import_mpiflow_agrees_them_and_keeps_the_users() -> None:
+    result = job(2, """
+        import os
+        import torch  # the hook is off: nothing set yet
+        before = "MASTER_ADDR" in os.environ or "RANK" in os.environ
+        import mpiflow
+        from mpi4py import MPI
+        seen = MPI.COMM_WORLD.gather((os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]))
+        if seen:
+            print(f"rank before {before} {seen}", flush=True)
+    """, TORCH_DEVICE_BACKEND_AUTOLOAD="0", MASTER_PORT="29411")
+    assert result.returncode == 0, result.stderr
+    assert lines(result) == ["rank before False [('127.0.0.1', '29411'), ('127.0.0.1', '29411')]"], \
+        result.stdout
