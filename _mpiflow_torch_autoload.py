@@ -105,7 +105,7 @@ def install_mpi() -> bool:
         Whether ``"mpi"`` is now mpiflow's: False where torch has its own MPI (left alone) or
         ``MPIFLOW_TORCH_MPI=0``.
     """
-    c10d = importlib.import_module("torch.distributed.distributed_c10d")
+    c10d: Any = importlib.import_module("torch.distributed.distributed_c10d")
     current = getattr(c10d, "ProcessGroupMPI", None)
     if current is MPIFlowAsMPI:
         return True
