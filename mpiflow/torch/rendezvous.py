@@ -7,7 +7,9 @@ Under ``mpiexec``/``srun`` MPI already knows the ranks, so :func:`install` adds
 - ``init_method="mpi://"``: rank and world size from MPI, and an :class:`~.store.MPIStore`
   (a key-value store served over MPI by rank 0: no socket is opened);
 - the same for the default ``env://`` when ``MASTER_ADDR`` is unset (where torch's own handler
-  would fail); with ``MASTER_ADDR`` set, torch's handler runs unchanged.
+  would fail) or is the value mpiflow set for torchrun's contract (agreed over MPI, recorded
+  in ``MPIFLOW_LAUNCHER_ENV``); with a ``MASTER_ADDR`` of the user's, torch's handler runs
+  unchanged.
 
 A ``RANK``/``WORLD_SIZE`` in the environment (or the url) that disagrees with MPI is an error.
 """
