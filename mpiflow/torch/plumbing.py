@@ -83,7 +83,8 @@ def plain_pair(out: torch.Tensor, inp: torch.Tensor) -> bool:
     views of one storage do not share a ``.base``, so the fast paths could not tell), and an
     output whose elements have their own memory (one that overlaps itself goes the general
     way, which writes into a copy and raises after the call: every rank takes part)."""
-    return (not overlaps_itself(out) and out.is_cpu and inp.is_cpu and not out.requires_grad and not inp.requires_grad
+    return (out.is_cpu and inp.is_cpu and not out.requires_grad and not inp.requires_grad
+            and not overlaps_itself(out)
             and out.untyped_storage().data_ptr() != inp.untyped_storage().data_ptr())
 
 

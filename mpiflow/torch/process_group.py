@@ -33,7 +33,7 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -45,16 +45,16 @@ from ..communication import ReduceOp, reduce_plan
 from ..communication import Work as MPIWork
 from ..communication.collectives.torch_api import failed_before
 from ..communication.mpi.communicator import MPICommunicator
+from ..communication.mpi.group import check_at_exit, keep_until_exit
 from ..communication.watchdog.monitor import mark_call
 from ..core.torch_arrays import Post, chain, overlaps_itself, stage
 from .deadlines import barrier_by, finish_by, timeout_message
-from .guards import Unusable, check_reduce_dtype, overlaps, self_receive
+from .guards import Unusable, check_list, check_reduce_dtype, overlaps, split_rows
 from .plumbing import (
     DECLINED,
     DONE,
     all_of,
     barrier_limit,
-    contiguous,
     flat,
     flat_view,
     mpi_work,
@@ -66,6 +66,7 @@ from .plumbing import (
     then,
     with_async,
 )
+from .point_to_point import PointToPoint
 from .sparse import sparse_all_reduce
 from .work import DoneWork, PendingWork
 
@@ -116,7 +117,7 @@ _ProcessGroup: Any = dist.ProcessGroup
 _opts: Any = dist
 
 
-class ProcessGroupMPIFlow(_ProcessGroup):
+class ProcessGroupMPIFlow(PointToPoint, _ProcessGroup):
     """A torch process group whose collectives run on one mpiflow MPI communicator.
 
     Made by torch through the registered backend (``init_process_group(backend="mpiflow")``,
@@ -131,6 +132,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         super().__init__(comm.rank, comm.size)
         self._comm = comm
         self._mpi = comm.mpi_comm
+        check_at_exit(comm)  # an isend nobody receives is reported at exit (numpy API's warning)
         self._timeout = timeout
         # A group given its own timeout (new_group(timeout=...), init_process_group's) runs
         # its collectives non-blocking and gives up at the deadline with a catchable error,
@@ -287,7 +289,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         try:
             out = flat(output_tensors, "reduce_scatter")
             chunks = flat(input_tensors, "reduce_scatter")
-            self._check_list(chunks, out, "input_tensor_list")
+            check_list(chunks, out, self._comm.size, "input_tensor_list")
             stacked = torch.stack([c.detach() for c in chunks]).to(out.device)
         except (ValueError, TypeError) as exc:
             self._refuse("reduce_scatter", exc)
@@ -370,7 +372,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         try:
             inp = flat(input_tensors, "allgather")
             outs = flat(output_tensors, "allgather")
-            self._check_list(outs, inp, "output_tensor_list")
+            check_list(outs, inp, self._comm.size, "output_tensor_list")
         except (ValueError, TypeError) as exc:
             self._refuse("all_gather", exc)
             raise
@@ -470,7 +472,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
             send, _ = stage(inp)
             if self._comm.rank == root:
                 outs = flat(output_tensors, "gather")
-                self._check_list(outs, inp, "gather_list")
+                check_list(outs, inp, self._comm.size, "gather_list")
         except (ValueError, TypeError) as exc:
             self._refuse("gather", exc)
             raise
@@ -493,7 +495,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
             recv, post = stage(out, write=True)
             if self._comm.rank == root:
                 chunks = flat(input_tensors, "scatter")
-                self._check_list(chunks, out, "scatter_list")
+                check_list(chunks, out, self._comm.size, "scatter_list")
                 send = flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
         except (ValueError, TypeError) as exc:
             self._refuse("scatter", exc)
@@ -549,8 +551,8 @@ class ProcessGroupMPIFlow(_ProcessGroup):
             return DoneWork([output]) if async_op else DONE
         size = self._comm.size
         try:
-            out_rows = self._splits(output, output_split_sizes, "output_split_sizes")
-            in_rows = self._splits(input, input_split_sizes, "input_split_sizes")
+            out_rows = split_rows(output, output_split_sizes, size, "output_split_sizes")
+            in_rows = split_rows(input, input_split_sizes, size, "input_split_sizes")
             if output.dtype != input.dtype:
                 raise TypeError(f"all_to_all output has dtype {output.dtype}, input "
                                 f"{input.dtype}")
@@ -576,61 +578,6 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         return self._work(work, [output], post)
 
     alltoall_base = all_to_all_single
-
-    def _splits(self, t: torch.Tensor, splits: list[int] | None, what: str) -> list[int] | None:
-        size = self._comm.size
-        if not splits:
-            if t.dim() == 0 or t.shape[0] % size:
-                raise ValueError(f"all_to_all_single: dim 0 of a tensor of shape "
-                                 f"{tuple(t.shape)} does not split into {size} equal parts; "
-                                 f"give {what}")
-            return None
-        if len(splits) != size or any(n < 0 for n in splits):
-            raise ValueError(f"{what} must have {size} non-negative entries, got {splits}")
-        if sum(splits) != t.shape[0]:
-            raise ValueError(f"{what} {splits} sums to {sum(splits)}, but dim 0 of the tensor "
-                             f"is {t.shape[0]}")
-        return list(splits)
-
-    # -- point to point ------------------------------------------------------------------------
-    def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int) -> dist._Work:
-        """Start sending ``tensors[0]`` to group rank ``dstRank`` (wait() to complete)."""
-        t = flat(tensors, "send")
-        array, _ = stage(t)
-        work = self._comm.send(contiguous(array), dstRank, tag, async_op=True)
-        assert work is not None
-        return PendingWork(work, [t])
-
-    def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int) -> dist._Work:
-        """Start receiving into ``tensors[0]`` from group rank ``srcRank``."""
-        t = flat(tensors, "recv")
-        array, post = stage(t, write=True)
-        if srcRank == self._comm.rank:
-            dst = contiguous(array)
-            copy_back = None if dst is array else (lambda: array.__setitem__(Ellipsis, dst))
-            return PendingWork(self_receive(self._mpi, dst, srcRank, tag), [t],
-                               chain(copy_back, post), source=lambda: srcRank)
-        return PendingWork(self._comm.irecv(array, srcRank, tag), [t], post,
-                           source=lambda: srcRank)
-
-    def recv_anysource(self, tensors: list[torch.Tensor], tag: int) -> dist._Work:
-        """Start receiving into ``tensors[0]`` from whichever rank sends first."""
-        t = flat(tensors, "recv")
-        array, post = stage(t, write=True)
-        dst = contiguous(array)
-        status = MPI.Status()
-        request = self._mpi.Irecv(dst, MPI.ANY_SOURCE, tag)
-
-        def wait_all(requests: Sequence[MPI.Request]) -> None:
-            requests[0].Wait(status)
-
-        def test_all(requests: Sequence[MPI.Request]) -> bool:
-            return bool(requests[0].Test(status))
-
-        copy_back = None if dst is array else (lambda: array.__setitem__(Ellipsis, dst))
-        work = MPIWork([request], None, dst, wait_all, test_all)
-        work.what = ("recv", self._mpi, MPI.ANY_SOURCE)
-        return PendingWork(work, [t], chain(copy_back, post), source=status.Get_source)
 
     # -- synchronisation -----------------------------------------------------------------------
     def barrier(self, opts: Any = None) -> dist._Work:
@@ -658,22 +605,11 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def shutdown(self) -> None:
         """Called by ``destroy_process_group``: later uses of the group raise."""
         if not isinstance(self._mpi, Unusable):
-            mpi = self._mpi
+            comm = self._comm
             self._retire(f"the process group {self._group_name or '(default)'} was destroyed "
                          f"(destroy_process_group)")
-            if mpi != MPI.COMM_WORLD:
+            if comm.mpi_comm != MPI.COMM_WORLD:
                 with contextlib.suppress(Exception):
-                    mpi.Free()  # MPI frees it once pending operations end
-
-    # -- checks --------------------------------------------------------------------------------
-    def _check_list(self, tensors: Sequence[torch.Tensor], like: torch.Tensor,
-                    what: str) -> None:
-        if len(tensors) != self._comm.size:
-            raise ValueError(f"{what} must have one tensor per rank of the group "
-                             f"({self._comm.size}), got {len(tensors)}")
-        for i, t in enumerate(tensors):
-            if t.numel() != like.numel():
-                raise ValueError(f"{what}[{i}] has shape {tuple(t.shape)}, expected "
-                                 f"{tuple(like.shape)}")
-            if t.dtype != like.dtype:
-                raise TypeError(f"{what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
+                    # freed later (or by MPI_Finalize): the exit check still looks for the
+                    # messages sent on it that nobody received
+                    keep_until_exit(comm)
