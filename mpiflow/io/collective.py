@@ -117,11 +117,12 @@ def same_arguments(comm: Any, what: str, raising: type[ParallelIOError] = KIND,
     """
     mine = _digest(sorted(arguments.items()))
     pair = numpy.array([mine, -mine], dtype=numpy.int64)
-    with blocking(f"io: comparing the arguments of {what}", comm):
+    layer = "io" if raising is KIND else "checkpoint"
+    with blocking(f"{layer}: comparing the arguments of {what}", comm):
         comm.Allreduce(MPI.IN_PLACE, pair, MPI.MAX)
     if int(pair[0]) == mine and int(pair[1]) == -mine:
         return
-    with blocking(f"io: gathering the arguments of {what}", comm):
+    with blocking(f"{layer}: gathering the arguments of {what}", comm):
         everyone = comm.allgather((what, {k: repr(v) for k, v in arguments.items()}))
     what, first = everyone[0]  # rank 0's words: the same message on every rank
     for name, value in first.items():
