@@ -38,7 +38,7 @@ import numpy
 from .completion import Post, chain
 
 __all__ = ["Post", "chain", "check_writable", "host_array", "is_torch_tensor", "numpy_dtype",
-           "stage"]
+           "overlaps_itself", "stage"]
 
 
 
@@ -151,11 +151,44 @@ def check_writable(t: Any, what: str = "output") -> None:
     Raises:
         ValueError: ``t`` overlaps itself.
     """
-    if not t.is_contiguous() and _torch()._debug_has_internal_overlap(t) == 1:
-        raise ValueError(
-            f"{what} overlaps itself (shape {tuple(t.shape)}, strides {tuple(t.stride())}): "
-            f"several results would land in one element; pass a tensor whose elements have "
-            f"their own memory (.clone() or torch.empty)")
+    if overlaps_itself(t):
+        raise _overlap_error(t, what)
+
+
+def overlaps_itself(t: Any) -> bool:
+    """Whether tensor ``t``'s elements share memory (an ``expand``-ed, stride-0 view).
+
+    Contiguous tensors answer at the cost of one flag read.
+    """
+    return not t.is_contiguous() and _torch()._debug_has_internal_overlap(t) == 1
+
+
+def _overlap_error(t: Any, what: str, completed: bool = False) -> ValueError:
+    return ValueError(
+        f"{what} overlaps itself (shape {tuple(t.shape)}, strides {tuple(t.stride())}): "
+        f"several results would land in one element; pass a tensor whose elements have "
+        f"their own memory (.clone() or torch.empty)" + (
+            ". The call completed on every rank (the others have their results); this rank's "
+            "result was dropped" if completed else ""))
+
+
+def _scratch_then_refuse(t: Any, what: str, reduce: bool) -> tuple[Any, Post]:
+    """Stage a copy of the self-overlapping output ``t``; the step raises after the call.
+
+    The other ranks of the collective cannot know this rank's output is unusable, so the
+    call runs into the copy (the values it reads are ``t``'s), keeping every rank in step with
+    no message left behind, and the error comes once it has completed.
+    """
+    scratch = t.clone(memory_format=torch_contiguous())
+    array, post = stage(scratch, what, reduce=reduce, write=True)
+    error = _overlap_error(t, what, completed=True)
+
+    def refuse() -> None:
+        raise error
+
+    step = chain(post, refuse)
+    assert step is not None
+    return array, step
 
 
 def stage(t: Any, what: str = "tensor", *, reduce: bool = False,
@@ -176,12 +209,14 @@ def stage(t: Any, what: str = "tensor", *, reduce: bool = False,
     Raises:
         TypeError: a dtype that cannot be reduced (integers narrower than their bits are fine;
             e.g. ``torch.float8_e4m3fn`` reduces through float32, quantized dtypes do not).
-        ValueError: ``write`` and ``t`` overlaps itself (:func:`check_writable`).
+        ValueError: ``write`` and ``t`` overlaps itself (:func:`check_writable`): raised by
+            the returned step, once the operation has completed; the operation writes into a
+            copy, so every rank takes part and none is left out of step.
     """
     if t.requires_grad:
         t = t.detach()
-    if write:
-        check_writable(t, what)
+    if write and overlaps_itself(t):
+        return _scratch_then_refuse(t, what, reduce)
     if t.is_cpu:  # flag reads: t.device builds a torch.device object (~1 us)
         if not reduce or numpy_dtype(t.dtype) is not None:
             return _cpu_view(t), None

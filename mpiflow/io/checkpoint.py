@@ -25,8 +25,8 @@ from ..layouts.placement import Placement
 from ..layouts.sbp import SbpParallel
 from ..layouts.shards import check_shape, shard_bounds, volume
 from ..tensors.tensor import Tensor
-from .collective import written_piece
-from .errors import agreed, blocking
+from .collective import same_arguments, written_piece
+from .errors import CheckpointError, agreed, blocking
 from .files import (
     METADATA,
     OBJECTS,
@@ -116,6 +116,8 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     by rank 0 alone. Python values are stored in the JSON metadata where JSON can hold them
     (None, bools, ints, finite floats, strings), others pickled into ``objects.pkl``.
 
+    Every rank must pass the same ``path`` (one all-reduce of its hash checks it first: ranks
+    that name different directories, ``f"ckpt_{rank}"``, all raise before anything is written).
     The checkpoint is written into a temporary directory next to ``path`` and takes its place
     atomically, only after every rank has finished and the data is on disk. If any rank fails
     the call raises on every rank and what was at ``path`` is untouched. The temporary
@@ -129,7 +131,8 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
             non-empty directory is refused). Missing parent directories are created.
 
     Raises:
-        CheckpointError: some rank failed (raised on every rank, with its message).
+        CheckpointError: the ranks passed different paths, or some rank failed (raised on
+            every rank, with its message).
 
     Examples:
         >>> w = flow.randn(8, 4, placement=flow.placement.all("cpu"), sbp=flow.sbp.split(0))
@@ -140,6 +143,7 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     comm = world_comm.mpi_comm
     rank = comm.Get_rank()
     target = os.path.abspath(os.fspath(path))
+    same_arguments(comm, f"saving {target}", CheckpointError, path=target)
     with agreed(comm, f"saving {target}: preparing"):
         flat = flatten(obj, _is_array)
         names = [name for name, _ in flat.arrays]
@@ -309,8 +313,10 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
         The saved structure (dicts, lists, tuples) with its leaves, dicts as plain dicts.
 
     Raises:
-        ValueError: ``placement`` without ``sbp`` or the reverse (on the calling rank).
-        CheckpointError: a missing or damaged checkpoint, a malformed metadata field (named),
+        ValueError: ``placement`` without ``sbp`` or the reverse (on every rank: the ranks
+            have agreed on their arguments first).
+        CheckpointError: the ranks passed different paths (or placements, layouts), a
+            missing or damaged checkpoint, a malformed metadata field (named),
             an unknown format version, a value ``weights_only`` refuses, a layout that does
             not fit a tensor, a read error (on every rank).
 
@@ -320,13 +326,17 @@ def load(path: str | os.PathLike[str], placement: Placement | None = None,
         >>> state["w"].sbp, state["step"]
         ((mpiflow.sbp.split(dim=1),), 3)
     """
+    comm = world_comm.mpi_comm
+    directory = os.path.abspath(os.fspath(path))
+    same_arguments(comm, f"loading {directory}", CheckpointError, path=directory,
+                   placement=placement, weights_only=weights_only,
+                   sbp="a function" if callable(sbp) and not isinstance(sbp, SbpParallel)
+                   else sbp)
     if (placement is None) != (sbp is None):
         raise ValueError("load takes a placement and an sbp together (or neither, for local "
                          "tensors)")
     if placement is not None and not isinstance(placement, Placement):
         raise TypeError(f"placement must be a mpiflow.placement, got {placement!r}")
-    comm = world_comm.mpi_comm
-    directory = os.path.abspath(os.fspath(path))
     index = None
     with agreed(comm, f"loading {directory}"):
         if comm.Get_rank() == 0:

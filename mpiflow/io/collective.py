@@ -91,7 +91,8 @@ def _digest(value: Any) -> int:
     return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=7).digest(), "little")
 
 
-def same_arguments(comm: Any, what: str, **arguments: Any) -> None:
+def same_arguments(comm: Any, what: str, raising: type[ParallelIOError] = KIND,
+                   **arguments: Any) -> None:
     """Raise :data:`KIND` on every rank unless every rank passed the same ``arguments``.
 
     A collective file operation whose ranks name different files (a path built from the rank,
@@ -103,32 +104,38 @@ def same_arguments(comm: Any, what: str, **arguments: Any) -> None:
     Args:
         comm: the mpi4py communicator of every rank taking part.
         what: the operation, for the message (``"saving /data/x.h5"``).
+        raising: the class of the error (checkpoints raise ``CheckpointError``).
         arguments: the values that must agree (paths made absolute first).
 
     Raises:
         ParallelIOError: the ranks passed different values (on every rank; the message names
-            the first argument that differs and two ranks' values).
+            the first argument that differs, rank 0's value and each other rank's that
+            differs, up to four of them; ``ranks`` holds them all).
 
     Examples:
         >>> same_arguments(world_comm.mpi_comm, "loading", path="/data/x.h5")
     """
     mine = _digest(sorted(arguments.items()))
     pair = numpy.array([mine, -mine], dtype=numpy.int64)
-    with blocking(f"io: comparing the arguments of {what}", comm):
+    layer = "io" if raising is KIND else "checkpoint"
+    with blocking(f"{layer}: comparing the arguments of {what}", comm):
         comm.Allreduce(MPI.IN_PLACE, pair, MPI.MAX)
     if int(pair[0]) == mine and int(pair[1]) == -mine:
         return
-    with blocking(f"io: gathering the arguments of {what}", comm):
+    with blocking(f"{layer}: gathering the arguments of {what}", comm):
         everyone = comm.allgather((what, {k: repr(v) for k, v in arguments.items()}))
     what, first = everyone[0]  # rank 0's words: the same message on every rank
-    for rank, (_, theirs) in enumerate(everyone):
-        for name, value in theirs.items():
-            if value != first.get(name):
-                raise KIND(f"{what}: the ranks passed different arguments (a collective file "
-                           f"operation takes the same ones on every rank): {name} is "
-                           f"{first.get(name)} on rank 0 but {value} on rank {rank}", rank,
-                           (rank,))
-    raise KIND(f"{what}: the ranks passed different arguments")  # a hash collision's twin
+    for name, value in first.items():
+        differ = [(rank, theirs.get(name)) for rank, (_, theirs) in enumerate(everyone)
+                  if theirs.get(name) != value]
+        if differ:
+            shown = ", ".join(f"{v} on rank {r}" for r, v in differ[:4])
+            more = f" (and {len(differ) - 4} more ranks)" if len(differ) > 4 else ""
+            raise raising(f"{what}: the ranks passed different arguments (a collective file "
+                          f"operation takes the same ones on every rank): {name} is {value} "
+                          f"on rank 0 but {shown}{more}", differ[0][0],
+                          tuple(r for r, _ in differ))
+    raise raising(f"{what}: the ranks passed different arguments")  # a hash collision
 
 
 def target_layout(placement: Placement | None, sbp: Any, ndim: int) -> Layout:

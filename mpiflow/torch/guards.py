@@ -1,6 +1,8 @@
 """What the ``"mpiflow"`` process group refuses before it communicates, and its end of life.
 
 - :func:`overlaps`: whether two tensors' memory ranges overlap (an input inside an output);
+- :func:`check_list` and :func:`split_rows`: a list of tensors with one per rank, each like
+  another; all-to-all split sizes;
 - :func:`check_reduce_dtype`: a reduction the dtype has no meaning for, named by torch's dtype
   (a bfloat16 is reduced through float32, but the error names bfloat16);
 - :func:`self_receive`: a receive from this rank itself, which completes when a matching send
@@ -22,7 +24,8 @@ from mpi4py import MPI
 from ..communication import ReduceOp
 from ..communication import Work as MPIWork
 
-__all__ = ["Unusable", "check_reduce_dtype", "overlaps", "self_receive"]
+__all__ = ["Unusable", "check_list", "check_reduce_dtype", "overlaps", "self_receive",
+           "split_rows"]
 
 _SELF_MATCH_SECONDS = 0.05  # how long a receive from itself waits for its own send
 
@@ -45,6 +48,49 @@ def _extent(t: torch.Tensor) -> int:
         return t.nbytes
     span = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
     return span * t.element_size()
+
+
+def check_list(tensors: Sequence[torch.Tensor], like: torch.Tensor, size: int,
+               what: str) -> None:
+    """Check that ``tensors`` has ``size`` entries, each with ``like``'s size and dtype.
+
+    Raises:
+        ValueError, TypeError: a wrong length or size; a wrong dtype.
+
+    >>> check_list([torch.zeros(2)], torch.ones(2), 2, "gather_list")
+    Traceback (most recent call last):
+    ...
+    ValueError: gather_list must have one tensor per rank of the group (2), got 1
+    """
+    if len(tensors) != size:
+        raise ValueError(f"{what} must have one tensor per rank of the group ({size}), got "
+                         f"{len(tensors)}")
+    for i, t in enumerate(tensors):
+        if t.numel() != like.numel():
+            raise ValueError(f"{what}[{i}] has shape {tuple(t.shape)}, expected "
+                             f"{tuple(like.shape)}")
+        if t.dtype != like.dtype:
+            raise TypeError(f"{what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
+
+
+def split_rows(t: torch.Tensor, splits: list[int] | None, size: int,
+               what: str) -> list[int] | None:
+    """All-to-all's rows of ``t`` per rank: ``splits`` checked, or None for an even split.
+
+    >>> split_rows(torch.zeros(4, 2), [], 2, "input_split_sizes") is None
+    True
+    """
+    if not splits:
+        if t.dim() == 0 or t.shape[0] % size:
+            raise ValueError(f"all_to_all_single: dim 0 of a tensor of shape {tuple(t.shape)} "
+                             f"does not split into {size} equal parts; give {what}")
+        return None
+    if len(splits) != size or any(n < 0 for n in splits):
+        raise ValueError(f"{what} must have {size} non-negative entries, got {splits}")
+    if sum(splits) != t.shape[0]:
+        raise ValueError(f"{what} {splits} sums to {sum(splits)}, but dim 0 of the tensor "
+                         f"is {t.shape[0]}")
+    return list(splits)
 
 
 def check_reduce_dtype(op: ReduceOp, dtype: torch.dtype) -> None:

@@ -17,7 +17,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 from ..communication import Work as MPIWork
-from ..core.torch_arrays import Post, chain, check_writable
+from ..core.torch_arrays import Post, chain, overlaps_itself
 from .work import DoneWork, PendingWork
 
 __all__ = ["DECLINED", "DONE", "all_of", "barrier_limit", "contiguous", "flat", "flat_view",
@@ -80,9 +80,11 @@ def plain(t: torch.Tensor) -> Any:
 
 def plain_pair(out: torch.Tensor, inp: torch.Tensor) -> bool:
     """Whether two CPU tensors may go to a fast path: no autograd, separate storages (numpy
-    views of one storage do not share a ``.base``, so the fast paths could not tell)."""
-    check_writable(out)
+    views of one storage do not share a ``.base``, so the fast paths could not tell), and an
+    output whose elements have their own memory (one that overlaps itself goes the general
+    way, which writes into a copy and raises after the call: every rank takes part)."""
     return (out.is_cpu and inp.is_cpu and not out.requires_grad and not inp.requires_grad
+            and not overlaps_itself(out)
             and out.untyped_storage().data_ptr() != inp.untyped_storage().data_ptr())
 
 

@@ -18,6 +18,13 @@ mpiflow's argument checks, debug-mode fingerprints and watchdog apply), and retu
   with comm hooks whose callbacks issue collectives.
 - Point-to-point operations are always non-blocking (a send completes at ``wait()``).
 
+An argument error that one rank finds (a list of the wrong length, a size or dtype that does
+not fit) is raised as the numpy API (:mod:`mpiflow.distributed`) raises it: the other ranks
+learn of it (:func:`~mpiflow.communication.collectives.torch_api.failed_before`), and on a
+checked call every rank raises the same ``CollectiveMismatchError`` before any data moves. An
+output that cannot be written in place (one that overlaps itself) is not an argument error
+the others could know of: the call runs into a copy on that rank, then raises there.
+
 Both generations of torch's method names are served (2.13's ``all_gather_single``,
 ``reduce_scatter_single``, ``all_to_all_single`` and the older ``_allgather_base``,
 ``_reduce_scatter_base``, ``alltoall_base``...).
@@ -26,7 +33,7 @@ Both generations of torch's method names are served (2.13's ``all_gather_single`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -36,17 +43,18 @@ from mpi4py import MPI
 
 from ..communication import ReduceOp, reduce_plan
 from ..communication import Work as MPIWork
+from ..communication.collectives.torch_api import failed_before
 from ..communication.mpi.communicator import MPICommunicator
+from ..communication.mpi.group import check_at_exit, keep_until_exit
 from ..communication.watchdog.monitor import mark_call
-from ..core.torch_arrays import Post, chain, check_writable, stage
+from ..core.torch_arrays import Post, chain, overlaps_itself, stage
 from .deadlines import barrier_by, finish_by, timeout_message
-from .guards import Unusable, check_reduce_dtype, overlaps, self_receive
+from .guards import Unusable, check_list, check_reduce_dtype, overlaps, split_rows
 from .plumbing import (
     DECLINED,
     DONE,
     all_of,
     barrier_limit,
-    contiguous,
     flat,
     flat_view,
     mpi_work,
@@ -58,6 +66,7 @@ from .plumbing import (
     then,
     with_async,
 )
+from .point_to_point import PointToPoint
 from .sparse import sparse_all_reduce
 from .work import DoneWork, PendingWork
 
@@ -108,7 +117,7 @@ _ProcessGroup: Any = dist.ProcessGroup
 _opts: Any = dist
 
 
-class ProcessGroupMPIFlow(_ProcessGroup):
+class ProcessGroupMPIFlow(PointToPoint, _ProcessGroup):
     """A torch process group whose collectives run on one mpiflow MPI communicator.
 
     Made by torch through the registered backend (``init_process_group(backend="mpiflow")``,
@@ -123,6 +132,7 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         super().__init__(comm.rank, comm.size)
         self._comm = comm
         self._mpi = comm.mpi_comm
+        check_at_exit(comm)  # an isend nobody receives is reported at exit (numpy API's warning)
         self._timeout = timeout
         # A group given its own timeout (new_group(timeout=...), init_process_group's) runs
         # its collectives non-blocking and gives up at the deadline with a catchable error,
@@ -169,6 +179,11 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         return f"ProcessGroupMPIFlow(rank={self._comm.rank}, size={self._comm.size})"
 
     # -- helpers -------------------------------------------------------------------------------
+    def _refuse(self, operation: str, error: BaseException) -> None:
+        """This rank's checks of ``operation`` (the communicator's name of it) raised
+        ``error`` before it took part: tell the other ranks, as the numpy API does."""
+        failed_before(self._comm, operation, error)
+
     def _async(self, opts: Any) -> bool:
         """Whether to start the operation non-blocking (overlap mode and an async caller, or
         a group with a timeout)."""
@@ -189,25 +204,34 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         return PendingWork(work, result, post)
 
     def _reduce_in_place(self, t: torch.Tensor, op: Any, async_op: bool,
-                         run: Callable[[Any, ReduceOp, bool], MPIWork | None]) -> dist._Work:
-        mine, factor = _reduce_op(op, t.dtype)
-        if factor is not None:
-            scaled = premul(t, factor)
-            array, post = stage(scaled, reduce=True, write=True)
+                         run: Callable[[Any, ReduceOp, bool], MPIWork | None],
+                         operation: str) -> dist._Work:
+        try:
+            mine, factor = _reduce_op(op, t.dtype)
+            if factor is not None:
+                scaled = premul(t, factor)
+                array, post = stage(scaled, reduce=True, write=True)
 
-            def copy_back() -> None:
-                t.copy_(scaled)
+                def copy_back() -> None:
+                    t.copy_(scaled)
 
-            post = chain(post, copy_back)
-        else:
-            array, post = stage(t, reduce=True, write=True)
+                post = chain(post, copy_back)
+            else:
+                array, post = stage(t, reduce=True, write=True)
+        except (ValueError, TypeError) as exc:
+            self._refuse(operation, exc)
+            raise
         return self._work(run(array, mine, async_op), [t], post)
 
     # -- reductions ----------------------------------------------------------------------------
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce ``tensors[0]`` in place (``opts.reduceOp``, ``opts.asyncOp``)."""
         opts = opts if opts is not None else _opts.AllreduceOptions()
-        t = tensors[0] if len(tensors) == 1 else flat(tensors, "allreduce")
+        try:
+            t = tensors[0] if len(tensors) == 1 else flat(tensors, "allreduce")
+        except (ValueError, TypeError) as exc:
+            self._refuse("all_reduce", exc)
+            raise
         async_op = opts.asyncOp
         if t.is_sparse:
             sparse_all_reduce(t, _reduce_op(opts.reduceOp, t.dtype)[0], self._mpi)
@@ -219,14 +243,15 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                 and opts.reduceOp == _SUM):
             datatype = _MPI_SUMMED.get(t.dtype)
             contiguous = t.is_contiguous()
-            if not contiguous:
-                check_writable(t)
+            # a tensor overlapping itself goes the general way, which reduces into a copy and
+            # then raises (stage): every rank takes part
             if ((datatype is not None and contiguous
                     and self._fast.all_reduce_at(t.data_ptr(), t.nbytes, datatype, _MPI_SUM))
-                    or self._fast.all_reduce(plain(t), ReduceOp.SUM)):
+                    or ((contiguous or not overlaps_itself(t))
+                        and self._fast.all_reduce(plain(t), ReduceOp.SUM))):
                 return DoneWork(tensors) if async_op else DONE
         return self._reduce_in_place(t, opts.reduceOp, self._async(opts),
-                                     self._comm.all_reduce)
+                                     self._comm.all_reduce, "all_reduce")
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """All-reduce every tensor of ``tensors`` (one flat buffer per dtype when possible)."""
@@ -238,28 +263,37 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Reduce ``tensors[0]`` into ``opts.rootRank``'s (the others keep theirs)."""
         opts = opts if opts is not None else _opts.ReduceOptions()
-        t = flat(tensors, "reduce")
         root = opts.rootRank
         comm = self._comm
 
         def run(array: Any, op: ReduceOp, async_op: bool) -> MPIWork | None:
             return comm.reduce(array, op, root, async_op)
 
-        if self._comm.rank != root:  # non-roots only send: leave their tensor as it is
-            mine, factor = _reduce_op(opts.reduceOp, t.dtype)
-            source = premul(t, factor) if factor is not None else t
-            array, _ = stage(source, reduce=True, write=False)
+        try:
+            t = flat(tensors, "reduce")
+            if self._comm.rank != root:  # non-roots only send: leave their tensor as it is
+                mine, factor = _reduce_op(opts.reduceOp, t.dtype)
+                source = premul(t, factor) if factor is not None else t
+                array, _ = stage(source, reduce=True, write=False)
+        except (ValueError, TypeError) as exc:
+            self._refuse("reduce", exc)
+            raise
+        if self._comm.rank != root:
             return self._work(run(array, mine, self._async(opts)), [t], None)
-        return self._reduce_in_place(t, opts.reduceOp, self._async(opts), run)
+        return self._reduce_in_place(t, opts.reduceOp, self._async(opts), run, "reduce")
 
     def reduce_scatter(self, output_tensors: list[torch.Tensor],
                        input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
         """Reduce the ranks' lists of chunks; rank ``i`` gets chunk ``i`` in its output."""
         opts = opts if opts is not None else _opts.ReduceScatterOptions()
-        out = flat(output_tensors, "reduce_scatter")
-        chunks = flat(input_tensors, "reduce_scatter")
-        self._check_list(chunks, out, "input_tensor_list")
-        stacked = torch.stack([c.detach() for c in chunks]).to(out.device)
+        try:
+            out = flat(output_tensors, "reduce_scatter")
+            chunks = flat(input_tensors, "reduce_scatter")
+            check_list(chunks, out, self._comm.size, "input_tensor_list")
+            stacked = torch.stack([c.detach() for c in chunks]).to(out.device)
+        except (ValueError, TypeError) as exc:
+            self._refuse("reduce_scatter", exc)
+            raise
         return self._reduce_scatter(out, stacked, opts)
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor,
@@ -272,23 +306,30 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                 and self._fast.reduce_scatter(plain(input), plain(output), ReduceOp.SUM)):
             return DoneWork([output]) if async_op else DONE
         if input.numel() != output.numel() * self._comm.size:
-            raise ValueError(f"reduce_scatter input has {input.numel()} elements; with "
-                             f"{self._comm.size} ranks it must have {self._comm.size} x "
-                             f"{output.numel()} (the output's)")
+            error = ValueError(f"reduce_scatter input has {input.numel()} elements; with "
+                               f"{self._comm.size} ranks it must have {self._comm.size} x "
+                               f"{output.numel()} (the output's)")
+            self._refuse("reduce_scatter", error)
+            raise error
         return self._reduce_scatter(output, input, opts)
 
     _reduce_scatter_base = reduce_scatter_single
 
     def _reduce_scatter(self, out: torch.Tensor, inp: torch.Tensor, opts: Any) -> dist._Work:
-        mine, factor = _reduce_op(opts.reduceOp, inp.dtype)
-        if out.dtype != inp.dtype:
-            raise TypeError(f"reduce_scatter output has dtype {out.dtype}, input {inp.dtype}")
-        source = premul(inp, factor) if factor is not None else inp
-        if overlaps(source, out):
-            source = source.clone()  # MPI rejects aliased buffers
-        send, _ = stage(source.reshape(-1) if source.is_contiguous() else source.flatten(),
-                        reduce=True)
-        recv, post = stage(out, reduce=True, write=True)
+        try:
+            mine, factor = _reduce_op(opts.reduceOp, inp.dtype)
+            if out.dtype != inp.dtype:
+                raise TypeError(f"reduce_scatter output has dtype {out.dtype}, input "
+                                f"{inp.dtype}")
+            source = premul(inp, factor) if factor is not None else inp
+            if overlaps(source, out):
+                source = source.clone()  # MPI rejects aliased buffers
+            send, _ = stage(source.reshape(-1) if source.is_contiguous() else source.flatten(),
+                            reduce=True)
+            recv, post = stage(out, reduce=True, write=True)
+        except (ValueError, TypeError) as exc:
+            self._refuse("reduce_scatter", exc)
+            raise
         work = self._comm.reduce_scatter(send.reshape(-1), flat_view(recv), mine,
                                          self._async(opts))
         return self._work(work, [out], post)
@@ -307,22 +348,34 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Copy ``opts.rootRank``'s ``tensors[0]`` into everyone's."""
         opts = opts if opts is not None else _opts.BroadcastOptions()
-        t = flat(tensors, "broadcast")
+        try:
+            t = flat(tensors, "broadcast")
+        except (ValueError, TypeError) as exc:
+            self._refuse("broadcast", exc)
+            raise
         root = opts.rootRank
         async_op = opts.asyncOp
         if (t.is_cpu and not (async_op and self._overlap) and not t.requires_grad
                 and self._fast.broadcast(plain(t), root)):
             return DoneWork(tensors) if async_op else DONE
-        array, post = stage(t, write=self._comm.rank != root)
+        try:
+            array, post = stage(t, write=self._comm.rank != root)
+        except (ValueError, TypeError) as exc:
+            self._refuse("broadcast", exc)
+            raise
         return self._work(self._comm.broadcast(array, root, self._async(opts)), [t], post)
 
     def allgather(self, output_tensors: list[list[torch.Tensor]],
                   input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Fill ``output_tensors[0][i]`` with rank ``i``'s ``input_tensors[0]``."""
         opts = opts if opts is not None else _opts.AllgatherOptions()
-        inp = flat(input_tensors, "allgather")
-        outs = flat(output_tensors, "allgather")
-        self._check_list(outs, inp, "output_tensor_list")
+        try:
+            inp = flat(input_tensors, "allgather")
+            outs = flat(output_tensors, "allgather")
+            check_list(outs, inp, self._comm.size, "output_tensor_list")
+        except (ValueError, TypeError) as exc:
+            self._refuse("all_gather", exc)
+            raise
         big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
         work = self._all_gather(big, inp, self._async(opts))
         return then(work, [*outs], scatter_rows(outs, big))
@@ -341,11 +394,15 @@ class ProcessGroupMPIFlow(_ProcessGroup):
 
     def _all_gather(self, out: torch.Tensor, inp: torch.Tensor, async_op: bool) -> dist._Work:
         size = self._comm.size
+        error: Exception | None = None
         if out.numel() != inp.numel() * size:
-            raise ValueError(f"all_gather output has {out.numel()} elements; with {size} "
-                             f"ranks it must have {size} x {inp.numel()} (the input's)")
-        if out.dtype != inp.dtype:
-            raise TypeError(f"all_gather output has dtype {out.dtype}, input {inp.dtype}")
+            error = ValueError(f"all_gather output has {out.numel()} elements; with {size} "
+                               f"ranks it must have {size} x {inp.numel()} (the input's)")
+        elif out.dtype != inp.dtype:
+            error = TypeError(f"all_gather output has dtype {out.dtype}, input {inp.dtype}")
+        if error is not None:
+            self._refuse("all_gather", error)
+            raise error
         if overlaps(inp, out):
             # FSDP2's layout goes to MPI_IN_PLACE directly, but not on a debug communicator,
             # which must fingerprint every collective (the copy below goes through it)
@@ -355,8 +412,12 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                     and not self._comm.checks_every_call):
                 return self._all_gather_in_place(out, async_op)  # FSDP2's layout
             inp = inp.clone()
-        recv, post = stage(out, write=True)
-        send, _ = stage(inp)
+        try:
+            recv, post = stage(out, write=True)
+            send, _ = stage(inp)
+        except (ValueError, TypeError) as exc:
+            self._refuse("all_gather", exc)
+            raise
         work = self._comm.all_gather(flat_view(send), flat_view(recv), async_op)
         return self._work(work, [out], post)
 
@@ -381,10 +442,12 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         opts = opts if opts is not None else _opts.AllgatherOptions()
         size = self._comm.size
         if len(output_lists) != size or any(len(o) != len(input_list) for o in output_lists):
-            raise ValueError(
+            error = ValueError(
                 f"all_gather_coalesced needs one list per rank of the group ({size}), each with "
                 f"one output per input ({len(input_list)}); got lists of "
                 f"{[len(o) for o in output_lists]}")
+            self._refuse("all_gather", error)
+            raise error
         works = [self.allgather([[output_lists[r][i] for r in range(size)]], [inp], opts)
                  for i, inp in enumerate(input_list)]
         return all_of(works, [t for outs in output_lists for t in outs])
@@ -403,14 +466,19 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                input_tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         """Concatenate every rank's ``input_tensors[0]`` into root's ``output_tensors[0]``."""
         opts = opts if opts is not None else _opts.GatherOptions()
-        inp = flat(input_tensors, "gather")
         root = opts.rootRank
-        send, _ = stage(inp)
+        try:
+            inp = flat(input_tensors, "gather")
+            send, _ = stage(inp)
+            if self._comm.rank == root:
+                outs = flat(output_tensors, "gather")
+                check_list(outs, inp, self._comm.size, "gather_list")
+        except (ValueError, TypeError) as exc:
+            self._refuse("gather", exc)
+            raise
         if self._comm.rank != root:
             return self._work(self._comm.gather(flat_view(send), None, root, self._async(opts)),
                               [], None)
-        outs = flat(output_tensors, "gather")
-        self._check_list(outs, inp, "gather_list")
         big = torch.empty((self._comm.size, *inp.shape), dtype=inp.dtype, device=inp.device)
         recv, _ = stage(big, write=True)
         work = self._comm.gather(flat_view(send), flat_view(recv), root, self._async(opts))
@@ -420,14 +488,18 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                 input_tensors: list[list[torch.Tensor]], opts: Any = None) -> dist._Work:
         """Give rank ``i`` root's ``input_tensors[0][i]`` in ``output_tensors[0]``."""
         opts = opts if opts is not None else _opts.ScatterOptions()
-        out = flat(output_tensors, "scatter")
         root = opts.rootRank
-        recv, post = stage(out, write=True)
         send = None
-        if self._comm.rank == root:
-            chunks = flat(input_tensors, "scatter")
-            self._check_list(chunks, out, "scatter_list")
-            send = flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
+        try:
+            out = flat(output_tensors, "scatter")
+            recv, post = stage(out, write=True)
+            if self._comm.rank == root:
+                chunks = flat(input_tensors, "scatter")
+                check_list(chunks, out, self._comm.size, "scatter_list")
+                send = flat_view(stage(torch.stack([c.detach() for c in chunks]))[0])
+        except (ValueError, TypeError) as exc:
+            self._refuse("scatter", exc)
+            raise
         work = self._comm.scatter(send, flat_view(recv), root, self._async(opts))
         return self._work(work, [out], post)
 
@@ -437,22 +509,26 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         ``output_tensors[i]`` (sizes may differ per rank)."""
         opts = opts if opts is not None else _opts.AllToAllOptions()
         size = self._comm.size
-        for what, ts in (("output_tensor_list", output_tensors),
-                         ("input_tensor_list", input_tensors)):
-            if len(ts) != size:
-                raise ValueError(f"{what} must have one tensor per rank of the group ({size}), "
-                                 f"got {len(ts)}")
-        dtype = input_tensors[0].dtype
-        for t in (*input_tensors, *output_tensors):
-            if t.dtype != dtype:
-                raise TypeError(f"all_to_all tensors must share one dtype, got {dtype} and "
-                                f"{t.dtype}")
-        device = input_tensors[0].device
-        send_t = torch.cat([t.detach().reshape(-1) for t in input_tensors]).to(device)
-        recv_counts = [t.numel() for t in output_tensors]
-        recv_t = torch.empty(sum(recv_counts), dtype=dtype, device=device)
-        send, _ = stage(send_t)
-        recv, _ = stage(recv_t, write=True)
+        try:
+            for what, ts in (("output_tensor_list", output_tensors),
+                             ("input_tensor_list", input_tensors)):
+                if len(ts) != size:
+                    raise ValueError(f"{what} must have one tensor per rank of the group "
+                                     f"({size}), got {len(ts)}")
+            dtype = input_tensors[0].dtype
+            for t in (*input_tensors, *output_tensors):
+                if t.dtype != dtype:
+                    raise TypeError(f"all_to_all tensors must share one dtype, got {dtype} and "
+                                    f"{t.dtype}")
+            device = input_tensors[0].device
+            send_t = torch.cat([t.detach().reshape(-1) for t in input_tensors]).to(device)
+            recv_counts = [t.numel() for t in output_tensors]
+            recv_t = torch.empty(sum(recv_counts), dtype=dtype, device=device)
+            send, _ = stage(send_t)
+            recv, _ = stage(recv_t, write=True)
+        except (ValueError, TypeError) as exc:
+            self._refuse("all_to_all_v", exc)
+            raise
         work = self._comm.all_to_all_v(send, [t.numel() for t in input_tensors], recv,
                                        recv_counts, self._async(opts))
 
@@ -474,16 +550,22 @@ class ProcessGroupMPIFlow(_ProcessGroup):
                 and self._fast.all_to_all(plain(input), plain(output))):
             return DoneWork([output]) if async_op else DONE
         size = self._comm.size
-        out_rows = self._splits(output, output_split_sizes, "output_split_sizes")
-        in_rows = self._splits(input, input_split_sizes, "input_split_sizes")
-        if output.dtype != input.dtype:
-            raise TypeError(f"all_to_all output has dtype {output.dtype}, input {input.dtype}")
-        out_row = output[0].numel() if output.dim() else 1
-        in_row = input[0].numel() if input.dim() else 1
-        if overlaps(input, output):
-            input = input.clone()
-        recv, post = stage(output, write=True)
-        send, _ = stage(input)
+        try:
+            out_rows = split_rows(output, output_split_sizes, size, "output_split_sizes")
+            in_rows = split_rows(input, input_split_sizes, size, "input_split_sizes")
+            if output.dtype != input.dtype:
+                raise TypeError(f"all_to_all output has dtype {output.dtype}, input "
+                                f"{input.dtype}")
+            out_row = output[0].numel() if output.dim() else 1
+            in_row = input[0].numel() if input.dim() else 1
+            if overlaps(input, output):
+                input = input.clone()
+            recv, post = stage(output, write=True)
+            send, _ = stage(input)
+        except (ValueError, TypeError) as exc:
+            self._refuse("all_to_all" if not output_split_sizes and not input_split_sizes
+                         else "all_to_all_v", exc)
+            raise
         if out_rows is None and in_rows is None:
             work = self._comm.all_to_all(flat_view(send), flat_view(recv), self._async(opts))
         else:
@@ -496,61 +578,6 @@ class ProcessGroupMPIFlow(_ProcessGroup):
         return self._work(work, [output], post)
 
     alltoall_base = all_to_all_single
-
-    def _splits(self, t: torch.Tensor, splits: list[int] | None, what: str) -> list[int] | None:
-        size = self._comm.size
-        if not splits:
-            if t.dim() == 0 or t.shape[0] % size:
-                raise ValueError(f"all_to_all_single: dim 0 of a tensor of shape "
-                                 f"{tuple(t.shape)} does not split into {size} equal parts; "
-                                 f"give {what}")
-            return None
-        if len(splits) != size or any(n < 0 for n in splits):
-            raise ValueError(f"{what} must have {size} non-negative entries, got {splits}")
-        if sum(splits) != t.shape[0]:
-            raise ValueError(f"{what} {splits} sums to {sum(splits)}, but dim 0 of the tensor "
-                             f"is {t.shape[0]}")
-        return list(splits)
-
-    # -- point to point ------------------------------------------------------------------------
-    def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int) -> dist._Work:
-        """Start sending ``tensors[0]`` to group rank ``dstRank`` (wait() to complete)."""
-        t = flat(tensors, "send")
-        array, _ = stage(t)
-        work = self._comm.send(contiguous(array), dstRank, tag, async_op=True)
-        assert work is not None
-        return PendingWork(work, [t])
-
-    def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int) -> dist._Work:
-        """Start receiving into ``tensors[0]`` from group rank ``srcRank``."""
-        t = flat(tensors, "recv")
-        array, post = stage(t, write=True)
-        if srcRank == self._comm.rank:
-            dst = contiguous(array)
-            copy_back = None if dst is array else (lambda: array.__setitem__(Ellipsis, dst))
-            return PendingWork(self_receive(self._mpi, dst, srcRank, tag), [t],
-                               chain(copy_back, post), source=lambda: srcRank)
-        return PendingWork(self._comm.irecv(array, srcRank, tag), [t], post,
-                           source=lambda: srcRank)
-
-    def recv_anysource(self, tensors: list[torch.Tensor], tag: int) -> dist._Work:
-        """Start receiving into ``tensors[0]`` from whichever rank sends first."""
-        t = flat(tensors, "recv")
-        array, post = stage(t, write=True)
-        dst = contiguous(array)
-        status = MPI.Status()
-        request = self._mpi.Irecv(dst, MPI.ANY_SOURCE, tag)
-
-        def wait_all(requests: Sequence[MPI.Request]) -> None:
-            requests[0].Wait(status)
-
-        def test_all(requests: Sequence[MPI.Request]) -> bool:
-            return bool(requests[0].Test(status))
-
-        copy_back = None if dst is array else (lambda: array.__setitem__(Ellipsis, dst))
-        work = MPIWork([request], None, dst, wait_all, test_all)
-        work.what = ("recv", self._mpi, MPI.ANY_SOURCE)
-        return PendingWork(work, [t], chain(copy_back, post), source=status.Get_source)
 
     # -- synchronisation -----------------------------------------------------------------------
     def barrier(self, opts: Any = None) -> dist._Work:
@@ -578,22 +605,11 @@ class ProcessGroupMPIFlow(_ProcessGroup):
     def shutdown(self) -> None:
         """Called by ``destroy_process_group``: later uses of the group raise."""
         if not isinstance(self._mpi, Unusable):
-            mpi = self._mpi
+            comm = self._comm
             self._retire(f"the process group {self._group_name or '(default)'} was destroyed "
                          f"(destroy_process_group)")
-            if mpi != MPI.COMM_WORLD:
+            if comm.mpi_comm != MPI.COMM_WORLD:
                 with contextlib.suppress(Exception):
-                    mpi.Free()  # MPI frees it once pending operations end
-
-    # -- checks --------------------------------------------------------------------------------
-    def _check_list(self, tensors: Sequence[torch.Tensor], like: torch.Tensor,
-                    what: str) -> None:
-        if len(tensors) != self._comm.size:
-            raise ValueError(f"{what} must have one tensor per rank of the group "
-                             f"({self._comm.size}), got {len(tensors)}")
-        for i, t in enumerate(tensors):
-            if t.numel() != like.numel():
-                raise ValueError(f"{what}[{i}] has shape {tuple(t.shape)}, expected "
-                                 f"{tuple(like.shape)}")
-            if t.dtype != like.dtype:
-                raise TypeError(f"{what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
+                    # freed later (or by MPI_Finalize): the exit check still looks for the
+                    # messages sent on it that nobody received
+                    keep_until_exit(comm)

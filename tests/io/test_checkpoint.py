@@ -410,6 +410,32 @@ def test_ranks_passing_different_structures_fail_on_every_rank(ckpt_dir: str) ->
     assert_intact(path, full)
 
 
+@pytest.mark.mpi(min_size=2)
+def test_ranks_passing_different_paths_fail_on_every_rank_before_writing(ckpt_dir: str) -> None:
+    # torch.save(state, f"ckpt_{rank}.pt") habits: before, rank 0's path alone was written
+    # and every rank returned as if its own had been
+    path, full = old_checkpoint(ckpt_dir)
+    mine = os.path.join(ckpt_dir, f"ck_r{RANK}")
+    with pytest.raises(CheckpointError, match=r"^saving .*ck_r0: the ranks passed different "
+                       r"arguments .*: path is '.*ck_r0' on rank 0 but '.*ck_r1' on rank 1"
+                       ) as info:
+        save({"w": make_global(full, ALL, S0)}, mine)
+    assert info.value.ranks == tuple(range(1, SIZE))
+    # a path under a regular file on one rank only: the same error, nothing written either
+    blocker = os.path.join(ckpt_dir, "file")
+    if RANK == 0:
+        Path(blocker).write_text("not a directory")
+    with pytest.raises(CheckpointError, match=r"path is '.*ckpt' on rank 0 but '.*file/ckpt' "
+                       f"on rank {SIZE - 1}$"):
+        save({"w": make_global(full * 2, ALL, S0), "step": 2},
+             os.path.join(blocker, "ckpt") if RANK == SIZE - 1 else path)
+    assert sorted(os.listdir(ckpt_dir)) == ["ckpt", "file"]
+    assert_intact(path, full)
+    with pytest.raises(CheckpointError, match=r"^loading .*ckpt: the ranks passed different "
+                       r"arguments .*: path is '.*ckpt' on rank 0 but '.*ck_r1' on rank 1"):
+        load(path if RANK == 0 else mine)
+
+
 def test_unsupported_leaves_fail_on_every_rank(ckpt_dir: str) -> None:
     with pytest.raises(CheckpointError, match="cannot be a dict key"):
         save({(numpy.zeros(1).tobytes(), 1): 1, "k": {flow.tensor([1.0]): 2}},

@@ -216,3 +216,25 @@ def test_a_collective_on_a_group_with_a_timeout_raises_when_others_do_not_come()
     lines = result.stdout.strip().splitlines()
     assert lines[0].startswith("raised 1 [rank 0] a collective of the process group"), lines
     assert "Timed out waiting 1000ms" in lines[0] and lines[1] == "then True", lines
+
+
+def test_an_isend_nobody_receives_is_reported_at_exit() -> None:
+    # as the numpy API reports it (tests/communication/test_exits.py): on the default group,
+    # and on a group destroyed before the end (its communicator is kept for the check)
+    result = job(2, """
+        import torch, torch.distributed as dist
+        import mpiflow.torch
+        dist.init_process_group("mpiflow")
+        sub = dist.new_group([0, 1])
+        if dist.get_rank() == 0:
+            dist.isend(torch.zeros(3), 1, tag=5).wait()
+            dist.isend(torch.zeros(2, dtype=torch.float64), 1, group=sub, tag=9).wait()
+        dist.barrier()
+        dist.destroy_process_group(sub)
+    """, MPIFLOW_TIMEOUT="30")
+    assert result.returncode == 0, result.stderr
+    err = result.stderr
+    assert "[rank 1] mpiflow warning: 2 messages sent to rank 1 were never received" in err, err
+    assert "[rank 1]   from rank 0 on the world (ranks 0..1): tag 5, 12 bytes" in err
+    assert "[rank 1]   from rank 0 on the world (ranks 0..1): tag 9, 16 bytes" in err
+    assert "[rank 0] mpiflow warning" not in err

@@ -87,8 +87,9 @@ def _group_comm(group: ProcessGroup | None) -> Communicator | None:
     return world_comm if group is None else resolve_group(group).comm
 
 
-def _failed(comm: Communicator, operation: str, error: BaseException) -> None:
-    """This rank's checks of ``operation`` raised ``error`` before it took part.
+def failed_before(comm: Communicator, operation: str, error: BaseException) -> None:
+    """This rank's checks of ``operation`` raised ``error`` before it took part (every face
+    calls it: this module's functions and the ``"mpiflow"`` torch backend's methods).
 
     In debug mode the other ranks learn of it (they are about to compare the call's
     arguments) and every rank raises, instead of running the collective without this one.
@@ -138,7 +139,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     try:
         buf, post = reduce_arg(tensor, "tensor", op, write=True)
     except (ValueError, TypeError) as exc:
-        _failed(comm, "all_reduce", exc)
+        failed_before(comm, "all_reduce", exc)
         raise
     if deterministic.wanted(buf, op):
         deterministic.all_reduce(comm, buf, op)
@@ -158,7 +159,7 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,
         root = g.group_rank(src, "src")
         buf, post = buffer_arg(tensor, "tensor", write=g.comm.rank != root)
     except (ValueError, TypeError) as exc:
-        _failed(g.comm, "broadcast", exc)
+        failed_before(g.comm, "broadcast", exc)
         raise
     return _finish(g.comm.broadcast(buf, root, async_op), async_op, post)
 
@@ -173,7 +174,7 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM,
         root = g.group_rank(dst, "dst")
         buf, post = reduce_arg(tensor, "tensor", op, write=g.comm.rank == root)
     except (ValueError, TypeError) as exc:
-        _failed(g.comm, "reduce", exc)
+        failed_before(g.comm, "reduce", exc)
         raise
     if deterministic.wanted(buf, op):
         deterministic.reduce(g.comm, buf, op, root)
@@ -199,7 +200,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: ProcessGroup | None =
         check_like(outs, comm.size, buf, "tensor_list")
         check_torch_dtypes([tensor, *tensor_list], "tensor and tensor_list")
     except (ValueError, TypeError) as exc:
-        _failed(comm, "all_gather", exc)
+        failed_before(comm, "all_gather", exc)
         raise
     stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
     work = comm.all_gather(buf, stacked, async_op)
@@ -225,7 +226,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any,
         check_concat_shape(out, inp, comm.size, "output_tensor")
         check_torch_dtypes([output_tensor, input_tensor], "output_tensor and input_tensor")
     except (ValueError, TypeError) as exc:
-        _failed(comm, "all_gather", exc)
+        failed_before(comm, "all_gather", exc)
         raise
     return _finish(comm.all_gather(inp, out, async_op), async_op, chain(in_post, out_post))
 
@@ -250,7 +251,7 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int = 0,
             stacked = array_module(buf).empty((comm.size, *buf.shape), dtype=buf.dtype)
             post = chain(post, copy_out(outs, stacked), out_post)
     except (ValueError, TypeError) as exc:
-        _failed(comm, "gather", exc)
+        failed_before(comm, "gather", exc)
         raise
     work = comm.gather(buf, stacked, root, async_op)
     return _finish(work, async_op, post)
@@ -276,7 +277,7 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int = 0,
             send = stack(ins, buf)
             post = chain(in_post, post)
     except (ValueError, TypeError) as exc:
-        _failed(comm, "scatter", exc)
+        failed_before(comm, "scatter", exc)
         raise
     return _finish(comm.scatter(send, buf, root, async_op), async_op, post)
 
@@ -294,7 +295,7 @@ def reduce_scatter(output: Any, input_list: list[Any], op: ReduceOp = ReduceOp.S
         check_like(ins, g.comm.size, out, "input_list")
         check_torch_dtypes([output, *input_list], "output and input_list")
     except (ValueError, TypeError) as exc:
-        _failed(g.comm, "reduce_scatter", exc)
+        failed_before(g.comm, "reduce_scatter", exc)
         raise
     if deterministic.wanted(out, op):
         deterministic.reduce_scatter(g.comm, stack(ins, out), out, op)
@@ -322,7 +323,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,
         check_concat_shape(inp, out, comm.size, "input")
         check_torch_dtypes([output, input], "output and input")
     except (ValueError, TypeError) as exc:
-        _failed(comm, "reduce_scatter", exc)
+        failed_before(comm, "reduce_scatter", exc)
         raise
     if deterministic.wanted(out, op):
         deterministic.reduce_scatter(comm, inp, out, op)
@@ -352,7 +353,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any],
             raise TypeError(f"all_to_all needs one dtype for every entry, got {names}")
         check_torch_dtypes([*output_tensor_list, *input_tensor_list], "all_to_all's entries")
     except (ValueError, TypeError) as exc:
-        _failed(comm, "all_to_all_v", exc)
+        failed_before(comm, "all_to_all_v", exc)
         raise
     xp, dtype = array_module(ins[0]), ins[0].dtype
     send_counts = [b.size for b in ins]
@@ -392,7 +393,7 @@ def all_to_all_single(output: Any, input: Any,
         out, inp, counts, post = single_args(comm, output, input, output_split_sizes,
                                               input_split_sizes)
     except (ValueError, TypeError) as exc:
-        _failed(comm, "all_to_all" if output_split_sizes is None and input_split_sizes is None
+        failed_before(comm, "all_to_all" if output_split_sizes is None and input_split_sizes is None
                 else "all_to_all_v", exc)
         raise
     if counts is None:

@@ -56,6 +56,9 @@ def readable(buf: Array) -> Array:
 def writable(buf: Array, keep_contents: bool) -> tuple[Array, Callable[[], None] | None]:
     """Return a contiguous stand-in for ``buf`` and the step that writes it back, if needed.
 
+    A read-only ``buf`` gets a scratch stand-in whose step raises ``ValueError`` once the call
+    has completed: the call still runs, so no rank is left out of step.
+
     Args:
         buf: the array MPI writes into.
         keep_contents: the stand-in starts with ``buf``'s values (MPI reads them too).
@@ -71,14 +74,37 @@ def writable(buf: Array, keep_contents: bool) -> tuple[Array, Callable[[], None]
         >>> column.tolist()
         [1.0, 1.0]
     """
-    if buf.flags.c_contiguous:
+    flags = buf.flags
+    if flags.c_contiguous and getattr(flags, "writeable", True):
         return buf, None
+    if not getattr(flags, "writeable", True):
+        return _read_only_stand_in(buf, keep_contents)
     stage = numpy.ascontiguousarray(buf) if keep_contents else numpy.empty_like(buf, order="C")
 
     def write_back() -> None:
         buf[...] = stage
 
     return stage, write_back
+
+
+def _read_only_stand_in(buf: Array, keep_contents: bool
+                        ) -> tuple[Array, Callable[[], None]]:
+    """A scratch buffer the call writes into instead of the read-only ``buf``, and the step
+    that raises once the call has completed.
+
+    mpi4py refuses a read-only buffer before anything is sent, but the other ranks of a
+    collective have entered it by then (a broadcast's root has even finished it), and this
+    rank's next call would take their data. So the call runs into a scratch buffer, which
+    keeps every rank in step and leaves no message behind, and the error comes after it.
+    """
+    stage = numpy.array(buf, order="C") if keep_contents else numpy.empty_like(buf, order="C")
+
+    def refuse() -> None:
+        raise ValueError("a collective writes into an array that is read-only; pass a writable "
+                         "array (numpy.array(x) makes one). The call completed on every rank "
+                         "(the others have their results); this rank's result was dropped")
+
+    return stage, refuse
 
 
 def displacements(counts: Sequence[int]) -> list[int]:

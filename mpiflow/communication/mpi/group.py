@@ -22,7 +22,8 @@ from .leftovers import unreceived_lines
 
 _WORLD_SIZE = MPI.COMM_WORLD.Get_size()
 
-__all__ = ["ProcessGroup", "group_from_mpi4py", "new_group", "world_comm", "world_group"]
+__all__ = ["ProcessGroup", "check_at_exit", "group_from_mpi4py", "keep_until_exit", "new_group",
+           "world_comm", "world_group"]
 
 
 class ProcessGroup:
@@ -115,6 +116,36 @@ def _on_finalize(comm: MPI.Comm, keyval: int, value: Any) -> None:
 
 
 register_exit_check(lambda: unreceived_lines(list(_live_comms)))
+
+# The communicators of destroyed groups kept unfreed for the exit check (keep_until_exit).
+_KEPT = 16
+_kept: list[MPICommunicator] = []
+
+
+def check_at_exit(comm: MPICommunicator) -> None:
+    """Look for messages nobody received on ``comm`` at exit (:mod:`.leftovers`), as on the
+    groups mpiflow makes itself: for the communicators the torch backend's groups run on.
+
+    >>> check_at_exit(world_comm)
+    """
+    _live_comms.add(comm)
+
+
+def keep_until_exit(comm: MPICommunicator) -> None:
+    """Keep the communicator of a destroyed group unfreed, so that the exit check still finds
+    the messages sent on it that nobody received (freeing it would drop them silently).
+
+    At most 16 are kept: beyond that the oldest is freed (MPI frees it once its pending
+    operations end), so programs that make and destroy many groups do not run out of
+    communicators.
+    """
+    _kept.append(comm)
+    _live_comms.add(comm)
+    if len(_kept) > _KEPT:
+        old = _kept.pop(0)
+        _live_comms.discard(old)
+        if isinstance(old.mpi_comm, MPI.Comm) and old.mpi_comm != MPI.COMM_WORLD:
+            old.mpi_comm.Free()
 _finalize_key = MPI.Comm.Create_keyval(delete_fn=_on_finalize)
 MPI.COMM_SELF.Set_attr(_finalize_key, True)
 
