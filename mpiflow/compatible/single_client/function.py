@@ -56,7 +56,7 @@ from ...tensors.random import get_rng_state, set_rng_state
 from ...tensors.tensor import Tensor
 from . import typing as tp
 from .agreement import CheckSchedule, agree_on_inputs
-from .optimizer import Optimizer, from_update_conf
+from .optimizer import Optimizer, from_update_conf, loss_scale
 from .session import CONSISTENT, MIRRORED, SESSION, Call, View, note_once
 
 Array = numpy.ndarray
@@ -354,7 +354,8 @@ class Job:
         for v in variables.values():
             v.grad = None
         assert total is not None  # there is a loss
-        backward(total)
+        scale = loss_scale(optimizers)
+        backward(total * scale if scale != 1.0 else total)  # the update divides it out
         if self.view is MIRRORED and topology.size > 1:
             for v in variables.values():
                 if v.grad is not None:
@@ -364,7 +365,7 @@ class Job:
             self.optimizers.append(optimizers[len(self.optimizers)])
         for k in range(len(optimizers)):
             self.optimizers[k].prepare(self.steps)
-            self.optimizers[k].apply(variables)
+            self.optimizers[k].apply(variables, 1.0 / scale)
         for v in variables.values():
             v.grad = None
         self.steps += 1
