@@ -54,7 +54,7 @@ def _local_range(data: Any, low: int, high: int, ignore: int | None) -> tuple[in
 
 def _split_axes(index: Tensor) -> tuple[int, ...]:
     """The mesh axes along which ranks hold different entries of a global index."""
-    return tuple(a for a, s in enumerate(index._sbp) if not isinstance(s, Broadcast))
+    return tuple(a for a, s in enumerate(index._sbp or ()) if not isinstance(s, Broadcast))
 
 
 def _check(index: Tensor, low: int, high: int, ignore: int | None,

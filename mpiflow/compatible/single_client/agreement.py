@@ -61,8 +61,8 @@ class CheckSchedule:
 
 def _digest(array: numpy.ndarray) -> int:
     data = numpy.ascontiguousarray(array)
-    head = zlib.crc32(repr((data.dtype.str, data.shape)).encode())
-    return zlib.crc32(memoryview(data).cast("B"), head)
+    head = zlib.crc32(repr((data.dtype.str, array.shape)).encode())
+    return zlib.crc32(data.reshape(-1).view(numpy.uint8).data, head) if data.size else head
 
 
 def agree_on_inputs(job: str, arrays: Sequence[tuple[str, numpy.ndarray]]) -> None:

@@ -191,14 +191,15 @@ class Optimizer:
                 scale), applied before the clipping.
         """
         with no_grad():
-            named = [(name, var) for name, var in variables.items() if var.grad is not None]
-            grads = [var.grad for _, var in named]
+            named = [(name, var, var.grad) for name, var in variables.items()
+                     if var.grad is not None]
+            grads: list[Tensor] = [grad for _, _, grad in named]
             if grad_scale != 1.0:
                 grads = [g * grad_scale for g in grads]
             clipping = getattr(self, "grad_clipping", None)
             if clipping is not None:
                 grads = clipping.clip(grads)
-            for (name, var), grad in zip(named, grads):
+            for (name, var, _), grad in zip(named, grads):
                 self.update(name, var, grad, self.lr(var))
 
     def update(self, name: str, var: Tensor, grad: Tensor, lr: Tensor) -> None:
