@@ -24,6 +24,7 @@ from .core.extras import install_hint
 
 __all__ = [
     "CudaUnavailableError",
+    "cupy_problem",
     "current_device",
     "device_count",
     "explain",
@@ -60,6 +61,17 @@ def _import_cupy() -> ModuleType | None:
                 _import_error = exc
             _probed = True
     return _cupy
+
+
+def cupy_problem() -> str | None:
+    """Why CuPy is unusable: None when it imports, ``"missing"`` when it is not installed,
+    else the error its import raised (``"OSError: libcudart.so.12: ..."``: a broken install).
+
+    Examples:
+        >>> mpiflow.cuda.cupy_problem()      # on a machine without CuPy
+        'missing'
+    """
+    return _import_problem()
 
 
 def _import_problem() -> str | None:

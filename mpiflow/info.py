@@ -22,7 +22,7 @@ from .communication.gpu.transport import (
 from .communication.mpi.quirks import describe_quirks, library_quirks
 from .core.mpi_settings import job_launcher, library_family, mpi_settings
 
-__all__ = ["collect", "cuda_aware_mpi", "describe_settings", "format_report"]
+__all__ = ["collect", "cuda_aware_mpi", "cupy_report", "describe_settings", "format_report"]
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "single",
@@ -39,13 +39,21 @@ def _version_of(module: str) -> str:
         return "not installed"
 
 
-def _cupy_status() -> tuple[str, str]:
-    try:
-        cupy = importlib.import_module("cupy")
-    except Exception:
-        return "not installed", "no (CuPy not installed)"
-    available, detail = nccl_status()
-    return str(cupy.__version__), (f"yes ({detail})" if available else f"no ({detail})")
+def cupy_report() -> dict[str, str]:
+    """The report's CuPy and NCCL lines: a CuPy that is installed but does not import says
+    so, with its error (CUDA tensors are then staged through the host)."""
+    from . import cuda
+
+    problem = cuda.cupy_problem()
+    if problem == "missing":
+        cupy, nccl = "not installed", "no (CuPy not installed)"
+    elif problem is not None:
+        cupy, nccl = f"installed but does not import ({problem})", "no (CuPy does not import)"
+    else:
+        cupy = str(importlib.import_module("cupy").__version__)
+        available, detail = nccl_status()
+        nccl = f"yes ({detail})" if available else f"no ({detail})"
+    return {"cupy": cupy, "nccl (cupy.cuda.nccl)": nccl}
 
 
 def _cuda_aware() -> str:
@@ -83,7 +91,6 @@ def collect() -> dict[str, str]:
     import numpy
 
     topo = _runtime.topology
-    cupy_version, nccl = _cupy_status()
     # Open MPI's string ends in a NUL byte, which made the report a "binary file" to grep.
     version = MPI.Get_library_version().replace("\0", "").strip()
     library = " ".join(version.splitlines()[0].split())
@@ -105,8 +112,7 @@ def collect() -> dict[str, str]:
         "world size": str(topo.size),
         "nodes": str(topo.node_size),
         "ranks on this node": str(topo.local_size),
-        "cupy": cupy_version,
-        "nccl (cupy.cuda.nccl)": nccl,
+        **cupy_report(),
         "CUDA devices": _devices(),
         "CUDA-aware MPI": _cuda_aware(),
         "GPU transport": describe_transport(),

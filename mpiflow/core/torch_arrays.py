@@ -31,14 +31,15 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from typing import Any
 
 import numpy
 
 from .completion import Post, chain
 
-__all__ = ["Post", "chain", "check_writable", "host_array", "is_torch_tensor", "numpy_dtype",
-           "overlaps_itself", "stage"]
+__all__ = ["Post", "chain", "check_writable", "cupy_or_none", "host_array", "is_torch_tensor",
+           "numpy_dtype", "overlaps_itself", "stage"]
 
 
 
@@ -235,14 +236,39 @@ def torch_contiguous() -> Any:
     return _torch().contiguous_format
 
 
-def _cupy() -> Any:
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        return cupy
-    try:
-        return importlib.import_module("cupy")
-    except Exception:  # not installed, or no usable CUDA runtime: stage through the host
-        return None
+_UNPROBED = object()
+_cupy_module: Any = _UNPROBED
+
+
+def cupy_or_none() -> Any:
+    """CuPy, or None where it is not installed or does not import (then CUDA tensors are
+    copied through host memory). Imported once per process.
+
+    CuPy not installed is a supported setup and says nothing. An installed CuPy whose import
+    fails (a missing CUDA library, a driver too old, a wheel for another CUDA) warns once per
+    process (``RuntimeWarning``, naming the error): the job still runs, staged through the
+    host, without NCCL or CUDA-aware MPI.
+    """
+    global _cupy_module
+    if _cupy_module is _UNPROBED:
+        cupy = sys.modules.get("cupy")
+        if cupy is None:
+            try:
+                cupy = importlib.import_module("cupy")
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").split(".")[0] != "cupy":  # cupy's own import is broken
+                    _warn_broken(exc)
+            except Exception as exc:  # ImportError, OSError, CUDA errors: a broken install
+                _warn_broken(exc)
+        _cupy_module = cupy
+    return _cupy_module
+
+
+def _warn_broken(exc: BaseException) -> None:
+    warnings.warn(f"CuPy is installed but does not import ({type(exc).__name__}: {exc}): "
+                  "CUDA tensors are copied through host memory, without NCCL or CUDA-aware "
+                  "MPI. `python -m mpiflow info` reports it; repair the CuPy install (or "
+                  "uninstall it) to move them on the device", RuntimeWarning, stacklevel=4)
 
 
 def _sync_current_stream(torch: Any, cupy: Any, index: int) -> None:
@@ -274,7 +300,7 @@ def _cupy_view(cupy: Any, t: Any, index: int) -> Any:
 
 def _stage_cuda(t: Any, what: str, *, reduce: bool, write: bool) -> tuple[Any, Post | None]:
     torch = _torch()
-    cupy = _cupy()
+    cupy = cupy_or_none()
     index = t.get_device()
     # Kernels queued on the tensor's current stream may still be writing it: MPI and NCCL
     # (on CuPy's stream) must not read the memory before they finish.

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy
-
 from ..layouts.sbp import Partial, Split
+from ..ops.bounds import check_bounds
 from ..ops.engine import B, Context, OpDef, Signature, apply
 from ..tensors.tensor import Tensor
 
@@ -93,9 +92,7 @@ def lookup(index: Tensor, weight: Tensor, padding_idx: int | None = None) -> Ten
     elif index.is_global and weight.is_local:
         raise TypeError("a local embedding table cannot be indexed by a global tensor; make the "
                         "module global (to_global) or use the index's local data")
-    data = index._data
-    host = numpy.asarray(data.get() if hasattr(data, "get") else data)
-    if host.size and (host.min() < 0 or host.max() >= weight.shape[0]):
-        raise IndexError(f"index out of range in self: indices must be in [0, "
-                         f"{weight.shape[0]}), got {int(host.min())}..{int(host.max())}")
+    rows = weight.shape[0]
+    check_bounds(index, rows, lambda value: IndexError(
+        f"index out of range in self: indices must be in [0, {rows}), got {value}"))
     return apply(_LOOKUP, index, weight, padding_idx=-1 if padding_idx is None else padding_idx)

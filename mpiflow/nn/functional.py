@@ -25,6 +25,7 @@ import numpy
 from .. import dtypes as _dtypes
 from ..autograd import no_grad
 from ..layouts.sbp import Broadcast, Partial
+from ..ops.bounds import check_bounds
 from ..ops.linear import linear as _linear
 from ..ops.pointwise import (
     abs,
@@ -297,19 +298,19 @@ def _batched(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, bool]:
 def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
     """Class-index targets: integer, of shape ``(N, d...)``, each in ``[0, C)`` or ignored.
 
-    The bounds are checked on this rank's shard, without communication.
+    The bounds check is a step of a traced plan too (replays check their targets), agreed
+    over the ranks of a split target.
     """
     if target.dtype.numpy.kind not in "iu":
         raise TypeError(f"expected class indices of an integer dtype, got {target.dtype!r}")
     want = (input.shape[0], *input.shape[2:])
     if tuple(target.shape) != want:
         raise ValueError(f"Expected target size {list(want)}, got {list(target.shape)}")
-    data = target._data
-    host = numpy.asarray(data.get() if hasattr(data, "get") else data)
-    used = host[host != ignore_index]
-    bad = used[(used < 0) | (used >= input.shape[1])]
-    if bad.size:
-        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+    check_bounds(target, input.shape[1], _target_error, ignore=ignore_index)
+
+
+def _target_error(value: int) -> IndexError:
+    return IndexError(f"Target {value} is out of bounds.")
 
 
 def _nll_parts(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int

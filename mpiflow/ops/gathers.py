@@ -21,7 +21,8 @@ is made whole instead, and each rank takes its indices' rows where they lie. The
 :func:`mpiflow.algorithms.put`.
 
 Indices may be negative (from the end), as torch's; out-of-range ones raise the same
-``IndexError`` on every rank, agreed by one all-reduce of a count before anything moves.
+``IndexError`` on every rank, agreed by one all-reduce of the index's extremes before anything
+moves (a step of a traced plan: replays check too).
 
 Examples:
     >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -41,6 +42,7 @@ from ..algorithms import put, put_along, take, take_along
 from ..layouts.sbp import SbpParallel, Split, partial_max, partial_min, partial_sum
 from ..tensors.tensor import Tensor, bind
 from . import pointwise as pw
+from .bounds import check_bounds
 from .engine import B, Context, OpDef, Signature, apply
 from .layout_rules import short_table, wrap_dim
 
@@ -64,18 +66,11 @@ def _wrapped(xp: Any, index: Any, n: int) -> Any:
 
 def agree_in_bounds(index: Any, n: int, dim: int) -> None:
     """Raise the same ``IndexError`` on every rank where ``index`` (a tensor or an array)
-    has an entry outside ``[-n, n)`` (one all-reduce of a count for a split index)."""
-    from .reduction import amax, amin
-    from .reduction import sum as total
-
+    has an entry outside ``[-n, n)`` (one all-reduce of its extremes for a split index; a
+    step of a traced plan, so replays check it too)."""
     if isinstance(index, Tensor):
-        if index.numel() == 0:
-            return
-        bad = int(total(pw.logical_or(pw.lt(index, -n), pw.ge(index, n))).item())
-        if bad:
-            high, low = int(amax(index).item()), int(amin(index).item())
-            value = high if high >= n else low
-            raise IndexError(f"index {value} is out of bounds for dimension {dim} with size {n}")
+        check_bounds(index, n, lambda value: IndexError(
+            f"index {value} is out of bounds for dimension {dim} with size {n}"), low=-n)
         return
     array = numpy.asarray(index)
     wrong = array[(array < -n) | (array >= n)]

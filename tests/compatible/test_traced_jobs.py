@@ -220,3 +220,36 @@ def test_eager_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     fit(x, y)
     fit(x, y)
     assert fit.plans == [] and fit.replays == 0
+
+
+def classifier_job() -> Any:
+    @flow.global_function(type="train")
+    def fit(x: tp.Numpy.Placeholder((N, 3)),
+            y: tp.Numpy.Placeholder((N,), dtype=flow.int32)) -> tp.Numpy:
+        logits = flow.layers.dense(x, 4, name="fc")
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
+        flow.optimizer.SGD(schedule(), momentum=0).minimize(loss)
+        return loss
+
+    return fit
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("eager", [False, True], ids=["replayed", "eager"])
+def test_labels_out_of_range_raise_on_replay_as_eager(eager: bool) -> None:
+    # the bad label is the batch's last row: the last rank's shard at any rank count
+    flow.enable_eager_execution(eager)
+    x, _ = data(N)
+    labels = numpy.arange(N, dtype=numpy.int32) % 4
+    fit = classifier_job()
+    first = fit(x, labels)
+    before = {k: v.numpy() for k, v in flow.get_all_variables().items()}
+    for label in (4, -1):
+        bad = labels.copy()
+        bad[-1] = label
+        with pytest.raises(IndexError, match=f"Target {label} is out of bounds"):
+            fit(x, bad)
+    for name, value in flow.get_all_variables().items():  # the failed calls updated nothing
+        assert_array_equal(value.numpy(), before[name], err_msg=name)
+    assert fit(x, labels).mean() < first.mean()
+    assert fit.replays == (0 if eager else 1)

@@ -440,3 +440,12 @@ def test_all_to_all_single_1d():
 def test_barrier():
     assert dist.barrier() is None
     assert dist.barrier(device_ids=[0]) is None
+
+
+def test_barrier_checks_device_ids_as_torch_documents_them():
+    # torch's device_ids is a list of GPU numbers (NCCL's barrier device); a malformed one is
+    # refused on every rank, before any rank enters the barrier
+    for bad, error in ((0, TypeError), ([0.5], TypeError), ([], ValueError), ([-1], ValueError)):
+        with pytest.raises(error, match="device_ids"):
+            dist.barrier(device_ids=bad)
+    assert dist.barrier(device_ids=[RANK]) is None

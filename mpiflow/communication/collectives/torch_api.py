@@ -404,7 +404,25 @@ def all_to_all_single(output: Any, input: Any,
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,
             device_ids: list[int] | None = None) -> Work | None:
-    """Block until every rank of the group has entered."""
+    """Block until every rank of the group has entered.
+
+    ``device_ids`` is torch's choice of the GPU on which NCCL runs its barrier (an all-reduce
+    of one element): checked as torch documents it (a list of device numbers, the first one
+    used), and otherwise without effect, since this barrier is MPI's, which moves no data on
+    any device.
+
+    Raises:
+        TypeError: ``device_ids`` is not a list of ints.
+        ValueError: ``device_ids`` is empty or holds a negative number.
+    """
+    if device_ids is not None:
+        if not isinstance(device_ids, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) for d in device_ids):
+            raise TypeError(f"barrier: device_ids must be a list of ints (torch's: the GPU of "
+                            f"NCCL's barrier), got {device_ids!r}")
+        if not device_ids or min(device_ids) < 0:
+            raise ValueError(f"barrier: device_ids must name a device (a non-negative number), "
+                             f"got {device_ids!r}")
     g = resolve_group(group)
     if g.comm is None:
         return _skipped(async_op)

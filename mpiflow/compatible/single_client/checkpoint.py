@@ -23,9 +23,9 @@ from ...io import save as _save
 from ...ops.pointwise import assign_
 from ...tensors.creation import tensor
 from ...tensors.tensor import Tensor
-from .session import SESSION
+from .session import SESSION, note_once
 
-__all__ = ["CheckPoint", "get", "get_all_variables", "load_variables", "save"]
+__all__ = ["CheckPoint", "get", "get_all_variables", "load_variables", "save", "take_pending"]
 
 Path = str | os.PathLike[str]
 
@@ -47,25 +47,63 @@ def get(path: Path) -> dict[str, numpy.ndarray]:
 
 
 def load_variables(value_dict: dict[str, Any], ignore_mismatch: bool = True) -> None:
-    """Set variables from ``{name: array}``; names not made yet take the values when they are.
+    """Set variables from ``{name: array}``; names not made yet take the values when they are
+    (on the first call of the job that makes them).
+
+    Args:
+        value_dict: the values by variable name (arrays or tensors).
+        ignore_mismatch: a value whose shape differs from its variable's is skipped, with a
+            warning naming it (the variable keeps its value, or its initializer's); False:
+            such a value raises.
 
     Raises:
-        ValueError: an existing variable of another shape.
+        ValueError: with ``ignore_mismatch=False``, a value of another shape than its
+            variable's (now, or when a job makes the variable).
+
+    Examples:
+        >>> load_variables({"w": numpy.ones(2)})  # taken when a job makes variable "w"
+        >>> SESSION.pending.pop("w")[0].tolist()
+        [1.0, 1.0]
     """
     with no_grad():
         for name, value in value_dict.items():
             array = value.numpy() if isinstance(value, Tensor) else numpy.asarray(value)
             var = SESSION.variables.get(name)
             if var is None:
-                SESSION.pending[name] = array
+                SESSION.pending[name] = (array, bool(ignore_mismatch))
                 continue
-            if tuple(var.shape) != array.shape:
-                raise ValueError(f"variable {name!r} has shape {tuple(var.shape)}, the values "
-                                 f"{array.shape}")
+            if not _fits(name, tuple(var.shape), array, ignore_mismatch):
+                continue
             new = tensor(array.astype(var.dtype.numpy))
             if var.is_global:
                 new = new.to_global(var.placement, var.sbp)
             assign_(var, new)
+
+
+def _fits(name: str, shape: tuple[int, ...], array: numpy.ndarray, ignore: bool) -> bool:
+    """Whether ``array`` has the variable's ``shape``; if not, warn (``ignore``) or raise."""
+    if array.shape == shape:
+        return True
+    message = (f"flow.load_variables: variable {name!r} has shape {shape}, the value "
+               f"{array.shape}")
+    if not ignore:
+        raise ValueError(f"{message} (ignore_mismatch=False)")
+    note_once(f"load {name}", f"{message}: skipped (ignore_mismatch=True); the variable keeps "
+              "its value")
+    return False
+
+
+def take_pending(name: str, shape: tuple[int, ...]) -> numpy.ndarray | None:
+    """The value :func:`load_variables` left for variable ``name``, made now with ``shape``
+    (None: none, or one of another shape skipped under ``ignore_mismatch``).
+
+    Raises:
+        ValueError: a value of another shape, loaded with ``ignore_mismatch=False``.
+    """
+    if name not in SESSION.pending:
+        return None
+    array, ignore = SESSION.pending.pop(name)
+    return array if _fits(name, shape, array, ignore) else None
 
 
 class CheckPoint:

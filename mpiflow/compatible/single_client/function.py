@@ -55,7 +55,8 @@ from ...tensors.creation import tensor
 from ...tensors.random import get_rng_state, set_rng_state
 from ...tensors.tensor import Tensor
 from . import typing as tp
-from .optimizer import Optimizer, from_update_conf
+from .agreement import CheckSchedule, agree_on_inputs
+from .optimizer import Optimizer, from_update_conf, loss_scale
 from .session import CONSISTENT, MIRRORED, SESSION, Call, View, note_once
 
 Array = numpy.ndarray
@@ -207,6 +208,7 @@ class Job:
                                     else CONSISTENT)
         self.traces: dict[Any, JobTrace] = {}
         self.replays = 0
+        self.input_checks = CheckSchedule()
         functools.update_wrapper(self, fn)
 
     @property
@@ -214,7 +216,7 @@ class Job:
         """The plans traced so far (None for a signature that runs eagerly)."""
         return [t.plan for t in self.traces.values()]
 
-    def _argument(self, name: str, spec: tp.Placeholder, value: Any) -> Tensor:
+    def _array(self, name: str, spec: tp.Placeholder, value: Any) -> Array:
         dtype = (spec.numpy_dtype if spec.dtype is not None or self.config.data_type is None
                  else self.config.data_type.numpy)
         if spec.listed:
@@ -238,6 +240,9 @@ class Job:
         if not fits:
             raise ValueError(f"{name}: expected an array of shape {spec.shape}, got "
                              f"{array.shape}")
+        return array
+
+    def _tensor(self, array: Array) -> Tensor:
         if self.view is MIRRORED or array.ndim == 0:
             return tensor(array)
         placement = SESSION.placement
@@ -246,8 +251,13 @@ class Job:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         SESSION.check_configuration()
         bound = self.signature.bind(*args, **kwargs)
-        inputs = [self._argument(name, spec, bound.arguments[name])
+        arrays = [self._array(name, spec, bound.arguments[name])
                   for name, spec in self.placeholders]
+        if self.view is not MIRRORED and self.input_checks.due():
+            agree_on_inputs(getattr(self.fn, "__name__", "job"),
+                            [(name, a) for (name, spec), a in zip(self.placeholders, arrays)
+                             if not spec.listed])
+        inputs = [self._tensor(a) for a in arrays]
         if SESSION.call is not None:
             raise RuntimeError("a job function cannot be called inside another job function")
         if SESSION.eager or os.environ.get(EAGER_ENV, "") not in ("", "0"):
@@ -344,7 +354,8 @@ class Job:
         for v in variables.values():
             v.grad = None
         assert total is not None  # there is a loss
-        backward(total)
+        scale = loss_scale(optimizers)
+        backward(total * scale if scale != 1.0 else total)  # the update divides it out
         if self.view is MIRRORED and topology.size > 1:
             for v in variables.values():
                 if v.grad is not None:
@@ -354,7 +365,7 @@ class Job:
             self.optimizers.append(optimizers[len(self.optimizers)])
         for k in range(len(optimizers)):
             self.optimizers[k].prepare(self.steps)
-            self.optimizers[k].apply(variables)
+            self.optimizers[k].apply(variables, 1.0 / scale)
         for v in variables.values():
             v.grad = None
         self.steps += 1

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...autograd import no_grad
+from ...dtypes import float32
+from ...layouts.sbp import Broadcast, Split
 from ...nn import functional as F
 from ...ops.conv import conv2d as _conv2d
 from ...ops.pointwise import relu, sigmoid, tanh
@@ -20,6 +23,7 @@ from ...ops.shape import reshape
 from ...ops.softmax import log_softmax
 from ...ops.softmax import softmax as _softmax
 from ...ops.window import pair
+from ...tensors.random import Generator, rand
 from ...tensors.tensor import Tensor
 from .layers import check_nchw, padding_of
 from .session import SESSION
@@ -76,12 +80,70 @@ def bias_add(value: Tensor, bias: Tensor, data_format: str | None = None,
     return value + bias
 
 
-def dropout(x: Tensor, rate: float, noise_shape: Any = None, seed: int | None = None,
-            name: str | None = None) -> Tensor:
-    """Zero elements with probability ``rate`` (scaling the rest) in a train job; in a predict
-    job (or outside jobs) ``x`` unchanged."""
+def dropout(x: Tensor, rate: float, noise_shape: Sequence[int | None] | None = None,
+            seed: int | None = None, name: str | None = None) -> Tensor:
+    """Zero elements with probability ``rate`` (scaling the rest by ``1 / (1 - rate)``) in a
+    train job; in a predict job (or outside jobs) ``x`` unchanged.
+
+    Args:
+        x: the tensor.
+        rate: the probability of dropping, in ``[0, 1)``.
+        noise_shape: the shape of the keep/drop mask, broadcast against ``x`` as
+            TensorFlow's ``tf.nn.dropout`` does: one entry per dim of ``x``, equal to it (or
+            None) or 1 (the same decision along that dim: ``(N, C, 1, 1)`` drops whole
+            channels).
+        seed: the masks come from a generator of their own, seeded with ``seed`` on first
+            use (one per dropout name and seed, kept by the session): a program's masks
+            are the same on every run whatever else draws random numbers. Without it they
+            come from mpiflow's default generator (``mpiflow.manual_seed``).
+        name: the layer's name (keys the seeded generator; unnamed dropouts are numbered).
+
+    Raises:
+        ValueError: ``rate`` outside ``[0, 1)``, or a ``noise_shape`` that does not
+            broadcast against ``x``.
+
+    Examples:
+        >>> import mpiflow as mf
+        >>> dropout(mf.ones(2, 3), 0.5, noise_shape=[2, 1]).tolist()  # outside a train job
+        [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"flow.nn.dropout: rate must be in [0, 1), got {rate}")
+    shape = _noise_shape(noise_shape, tuple(x.shape))
     call = SESSION.call
-    return F.dropout(x, rate, training=call is not None and call.train)
+    if call is None or not call.train or rate == 0.0:
+        return x
+    if seed is None and shape == tuple(x.shape):
+        return F.dropout(x, rate, training=True)
+    generator = None
+    if seed is not None:
+        key = (name if name is not None else call.auto_name("dropout"), seed)
+        generator = SESSION.generators.get(key)
+        if generator is None:
+            generator = SESSION.generators[key] = Generator().manual_seed(seed)
+    dtype = x.dtype if x.dtype.is_floating_point else float32
+    with no_grad():
+        if x.is_global:
+            sbp = tuple(s if isinstance(s, Split) and shape[s.dim] == x.shape[s.dim]
+                        else Broadcast() for s in x.sbp)
+            noise = rand(shape, dtype=dtype, placement=x.placement, sbp=sbp,
+                         generator=generator)
+        else:
+            noise = rand(shape, dtype=dtype, generator=generator)
+        scale = (noise >= rate).to(dtype) * (1.0 / (1.0 - rate))
+    return x * scale
+
+
+def _noise_shape(noise_shape: Sequence[int | None] | None, shape: tuple[int, ...]
+                 ) -> tuple[int, ...]:
+    if noise_shape is None:
+        return shape
+    given = tuple(noise_shape)
+    if len(given) != len(shape) or any(n not in (None, 1, d) for n, d in zip(given, shape)):
+        raise ValueError(f"flow.nn.dropout: noise_shape {list(given)} does not broadcast "
+                         f"against the input's shape {list(shape)} (one entry per dim: the "
+                         "dim's size, None or 1)")
+    return tuple(d if n is None else int(n) for n, d in zip(given, shape))
 
 
 def softmax(logits: Tensor, axis: int | None = None, name: str | None = None) -> Tensor:

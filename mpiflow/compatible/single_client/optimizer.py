@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +34,12 @@ from ...ops.pointwise import assign_, fill_, sqrt
 from ...tensors import trace as tensor_trace
 from ...tensors.creation import tensor
 from ...tensors.tensor import Tensor
+from . import grad_clipping
+from .grad_clipping import ClipGradientConf
 from .session import SESSION, persistent
 
 __all__ = ["Adam", "CosineScheduler", "Optimizer", "PiecewiseConstantScheduler",
-           "PiecewiseScalingScheduler", "SGD", "Scheduler"]
+           "PiecewiseScalingScheduler", "SGD", "Scheduler", "grad_clipping", "loss_scale"]
 
 
 class Scheduler(abc.ABC):
@@ -127,6 +130,15 @@ class Optimizer:
 
     def __post_init__(self) -> None:
         self.lr_scheduler = _scheduler(self.lr_scheduler)  # a number: a constant rate
+        clipping = getattr(self, "grad_clipping", None)
+        if clipping is not None and not isinstance(clipping, ClipGradientConf):
+            raise TypeError(f"grad_clipping must be flow.optimizer.grad_clipping."
+                            f"by_global_norm(clip_norm) or None, got {clipping!r}")
+        scale = getattr(self, "loss_scale_factor", None)
+        if scale is not None and not (isinstance(scale, (int, float)) and scale > 0
+                                      and math.isfinite(scale)):
+            raise ValueError(f"loss_scale_factor must be a positive number or None, got "
+                             f"{scale!r}")
 
     def minimize(self, loss: Tensor | Sequence[Tensor]) -> None:
         """Minimize ``loss`` (and the losses added with ``flow.losses.add_loss``).
@@ -169,13 +181,26 @@ class Optimizer:
             t = slots[kind] = _made_like(var, numpy.zeros(tuple(var.shape), var.dtype.numpy))
         return persistent(t)
 
-    def apply(self, variables: dict[str, Tensor]) -> None:
+    def apply(self, variables: dict[str, Tensor], grad_scale: float = 1.0) -> None:
         """One update of every variable that has a gradient (outside autograd), at the rate
-        :meth:`prepare` set."""
+        :meth:`prepare` set.
+
+        Args:
+            variables: the variables, by name.
+            grad_scale: a factor of the gradients (``1 / loss_scale_factor`` undoes the loss
+                scale), applied before the clipping.
+        """
         with no_grad():
-            for name, var in variables.items():
-                if var.grad is not None:
-                    self.update(name, var, var.grad, self.lr(var))
+            named = [(name, var, var.grad) for name, var in variables.items()
+                     if var.grad is not None]
+            grads: list[Tensor] = [grad for _, _, grad in named]
+            if grad_scale != 1.0:
+                grads = [g * grad_scale for g in grads]
+            clipping = getattr(self, "grad_clipping", None)
+            if clipping is not None:
+                grads = clipping.clip(grads)
+            for (name, var, _), grad in zip(named, grads):
+                self.update(name, var, grad, self.lr(var))
 
     def update(self, name: str, var: Tensor, grad: Tensor, lr: Tensor) -> None:
         """Update ``var`` by its gradient (each rule says how)."""
@@ -184,7 +209,12 @@ class Optimizer:
 
 @dataclass
 class SGD(Optimizer):
-    """SGD with momentum as OneFlow updates: ``v = momentum * v - lr * g; w += v``."""
+    """SGD with momentum as OneFlow updates: ``v = momentum * v - lr * g; w += v``.
+
+    ``loss_scale_factor``: the backward starts from ``loss * factor`` and the gradients are
+    divided by it before the update (OneFlow's static loss scale). ``grad_clipping``:
+    :func:`grad_clipping.by_global_norm`, applied to the gradients before the update.
+    """
 
     loss_scale_factor: float | None = None
     momentum: float = 0.9
@@ -202,7 +232,8 @@ class SGD(Optimizer):
 
 @dataclass
 class Adam(Optimizer):
-    """Adam as OneFlow updates (bias correction only with ``do_bias_correction=True``)."""
+    """Adam as OneFlow updates (bias correction only with ``do_bias_correction=True``);
+    ``loss_scale_factor`` and ``grad_clipping`` as :class:`SGD`'s."""
 
     beta1: float = 0.9
     beta2: float = 0.999
@@ -246,3 +277,17 @@ def from_update_conf(lr: float, conf: dict[str, Any]) -> Optimizer:
                     do_bias_correction=bool(c.get("do_bias_correction", False)))
     raise ValueError(f"model_update_conf must name naive_conf, momentum_conf or adam_conf, got "
                      f"{sorted(conf)}")
+
+
+def loss_scale(optimizers: Sequence[Optimizer]) -> float:
+    """The job's static loss scale: the ``loss_scale_factor`` its optimizers set (1.0: none).
+
+    Raises:
+        ValueError: optimizers of one job ask for different factors (a job has one).
+    """
+    factors = {float(f) for o in optimizers
+               if (f := getattr(o, "loss_scale_factor", None)) is not None}
+    if len(factors) > 1:
+        raise ValueError(f"the optimizers of one job set different loss_scale_factor values "
+                         f"{sorted(factors)}: a job's loss has one scale")
+    return factors.pop() if factors else 1.0

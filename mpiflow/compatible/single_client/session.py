@@ -80,6 +80,7 @@ class Session:
     notes: set[str] = field(default_factory=set)
     eager: bool = False
     epoch: int = 0
+    generators: dict[Any, Any] = field(default_factory=dict)  # seeded dropouts' generators
 
     @property
     def placement(self) -> Placement:

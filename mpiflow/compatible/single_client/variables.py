@@ -30,6 +30,7 @@ from ...ops.reduction import sum as _sum
 from ...tensors import trace as tensor_trace
 from ...tensors.creation import tensor
 from ...tensors.tensor import Tensor
+from .checkpoint import take_pending
 from .initializers import Initializer, glorot_uniform_initializer
 from .session import MIRRORED, SESSION, persistent
 
@@ -106,8 +107,9 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None,
     else:
         np_dtype = (_dtypes.as_dtype(dtype).numpy if dtype is not None
                     else numpy.dtype(numpy.float32))
-        if full in SESSION.pending:
-            values = numpy.asarray(SESSION.pending.pop(full)).astype(np_dtype).reshape(shape)
+        loaded = take_pending(full, shape)
+        if loaded is not None:
+            values = loaded.astype(np_dtype)
         else:
             init = initializer or glorot_uniform_initializer()
             if random_seed is not None:
