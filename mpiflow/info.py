@@ -20,9 +20,11 @@ from .communication.gpu.transport import (
     nccl_status,
 )
 from .communication.mpi.quirks import describe_quirks, library_quirks
+from .core import settings
 from .core.mpi_settings import job_launcher, library_family, mpi_settings
 
-__all__ = ["collect", "cuda_aware_mpi", "describe_settings", "format_report"]
+__all__ = ["collect", "cuda_aware_mpi", "describe_settings", "format_report",
+           "mpiflow_settings"]
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "single",
@@ -77,6 +79,18 @@ def describe_settings(settings: dict[str, str]) -> str:
     return ", ".join(f"{name}={value}" for name, value in settings.items())
 
 
+def mpiflow_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Each mpiflow setting's effective value and where it came from (docs/configuration.md).
+
+    Examples:
+        >>> mpiflow_settings({"MPIFLOW_TIMEOUT": "30"})["MPIFLOW_TIMEOUT"]
+        '30 (environment)'
+        >>> mpiflow_settings({})["MPIFLOW_CHECK"]
+        'sampled (default)'
+    """
+    return {name: f"{value} ({where})" for name, value, where in settings.effective(environ)}
+
+
 def collect() -> dict[str, str]:
     """Return the report as ordered (label, value) pairs. Never communicates."""
     import mpi4py
@@ -113,6 +127,7 @@ def collect() -> dict[str, str]:
         "torch": _version_of("torch"),
         "FFT kernel": kernel_name(numpy),
         "linalg kernels": kernels.describe(),
+        **mpiflow_settings(),
     }
 
 
