@@ -127,11 +127,25 @@ def collect() -> dict[str, str]:
         "torch": _version_of("torch"),
         "FFT kernel": kernel_name(numpy),
         "linalg kernels": kernels.describe(),
-        **mpiflow_settings(),
     }
 
 
-def format_report(info: dict[str, str]) -> str:
-    """Align the report as ``label : value`` lines."""
-    width = max(len(k) for k in info)
-    return "\n".join(f"{k:<{width}} : {v}" for k, v in info.items())
+def format_report(info: dict[str, str], settings: dict[str, str] | None = None) -> str:
+    """Align the report as ``label : value`` lines; then, under a heading, the settings
+    (:func:`mpiflow_settings`) aligned alike.
+
+    Examples:
+        >>> print(format_report({"a": "1", "bc": "2"}, {"MPIFLOW_DEBUG": "off (default)"}))
+        a  : 1
+        bc : 2
+        <BLANKLINE>
+        settings (docs/configuration.md):
+        MPIFLOW_DEBUG : off (default)
+    """
+    lines = [f"{k:<{width}} : {v}" for width in [max(len(k) for k in info)]
+             for k, v in info.items()]
+    if settings:
+        width = max(len(k) for k in settings)
+        lines += ["", "settings (docs/configuration.md):"]
+        lines += [f"{k:<{width}} : {v}" for k, v in settings.items()]
+    return "\n".join(lines)

@@ -16,9 +16,9 @@ accepts. ``import mpiflow`` calls :func:`validate` before MPI starts, so a malfo
 every rank at import with that error, before any communication (under ``mpiexec`` or ``srun``
 every rank sees the same environment; a rank whose environment differs fails alone, at import,
 and the launcher ends the job as for any rank that exits early: nothing waits on it). Each
-module then reads its variable when it needs it (:attr:`Setting.read` says when);
-docs/configuration.md is generated from this table (:func:`markdown_table`) and a test keeps
-the two equal.
+module then reads its variable when it needs it (:attr:`Setting.read` says when).
+docs/configuration.md holds :func:`markdown_table` (``python -m mpiflow settings`` prints it)
+and a test keeps the two equal.
 
 A new variable is one more :class:`Setting` in :data:`SETTINGS`; a test fails for a name of
 the form ``MPIFLOW_*`` written anywhere in ``mpiflow/`` that is not registered here.
@@ -142,8 +142,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`MPIFLOW_CHECK=all`); every `to_global` checks that the ranks agree.",
             read="at import and for each new communicator"),
     Setting("MPIFLOW_CHECK", "choice", "sampled",
-            "How many collectives the ranks compare before running them: `off` none, "
-            "`sampled` calls 1, 2, 4, ... 4096 and every 4096th after, `all` every one.",
+            "Which collectives the ranks compare before running them (`CollectiveMismatchError` "
+            "on every rank when they differ): `sampled` the first 256 on each group, then the "
+            "powers of two and every 4096th; `all` every one (debug mode); `off` none.",
             words=("off", "sampled", "all"), read="for each new communicator"),
     Setting("MPIFLOW_TIMEOUT", "float", 600.0,
             "The collective watchdog: a blocking call that lasts this many seconds is reported "
@@ -196,7 +197,8 @@ SETTINGS: tuple[Setting, ...] = (
             read="when a process group is made"),
     Setting("ONEFLOW_ENABLE_GLOBAL_INPUTS_WITH_INCONSISTENT_PLACEMENT", "bool", False,
             "OneFlow's variable: an op whose global inputs lie on different placements moves "
-            "them to the largest one instead of raising.", read="at each such op"),
+            "them to the placement holding the highest rank instead of raising.",
+            read="at each such op"),
     Setting("MPIFLOW_SCIENCE_PARTS", "str", "",
             "`python -m mpiflow.bench --suite science`: the comma-separated parts to run "
             "(unset: all).", accepts="part names separated by commas",
@@ -348,6 +350,3 @@ def markdown_table() -> str:
         lines.append(f"| `{s.name}` | {s.values()} | {default} | {s.read} | {effect} |")
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    print(markdown_table())
