@@ -275,7 +275,7 @@ def _text(value: object) -> str:
         return "on" if value else "off"
     if isinstance(value, float):
         return f"{value:g}"
-    return str(value) if value != "" else '""'
+    return str(value) if value != "" else "unset"
 
 
 def effective(environ: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
@@ -344,8 +344,6 @@ def markdown_table() -> str:
     lines = ["| Variable | Values | Default | Read | Effect |", "|---|---|---|---|---|"]
     for s in SETTINGS:
         default = "see effect" if s.default is None else _text(s.default)
-        if s.kind == "str" and s.default == "":
-            default = "unset"
         effect = ("(internal) " if s.internal else "") + s.effect
         lines.append(f"| `{s.name}` | {s.values()} | {default} | {s.read} | {effect} |")
     return "\n".join(lines)
