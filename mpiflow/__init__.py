@@ -21,6 +21,22 @@ if _sys.argv[:1] == ["-m"]:  # a `python -m` module is being found: only then ca
     if _started_as_launcher(_sys.argv, getattr(_sys, "orig_argv", ())):
         _sys.exit(_launch())  # before MPI starts: the launcher starts the job, not MPI
 
+from .core import settings as _settings
+
+# Every MPIFLOW_* variable is checked here, before mpiflow starts MPI: a malformed one stops every
+# rank with the same error (they share the environment) before any rank can wait on another.
+try:
+    _settings.validate()
+except _settings.SettingError as _error:
+    # Another rank's environment may be valid, and that rank would wait for this one inside
+    # MPI forever (the launchers do not end a job for a process that exits before or without
+    # MPI_Finalize): end the whole job, starting MPI for that if it is not started yet.
+    print(f"mpiflow: {type(_error).__name__}: {_error}", file=_sys.stderr, flush=True)
+    from mpi4py import MPI as _MPI
+
+    _MPI.COMM_WORLD.Abort(1)
+    raise
+
 from . import runtime as _runtime
 
 _runtime.install_abort_handler()

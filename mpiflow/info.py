@@ -20,9 +20,11 @@ from .communication.gpu.transport import (
     nccl_status,
 )
 from .communication.mpi.quirks import describe_quirks, library_quirks
+from .core import settings
 from .core.mpi_settings import job_launcher, library_family, mpi_settings
 
-__all__ = ["collect", "cuda_aware_mpi", "cupy_report", "describe_settings", "format_report"]
+__all__ = ["collect", "cuda_aware_mpi", "cupy_report", "describe_settings", "format_report",
+           "mpiflow_settings"]
 
 _THREAD_LEVELS = {
     MPI.THREAD_SINGLE: "single",
@@ -85,6 +87,18 @@ def describe_settings(settings: dict[str, str]) -> str:
     return ", ".join(f"{name}={value}" for name, value in settings.items())
 
 
+def mpiflow_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Each mpiflow setting's effective value and where it came from (docs/configuration.md).
+
+    Examples:
+        >>> mpiflow_settings({"MPIFLOW_TIMEOUT": "30"})["MPIFLOW_TIMEOUT"]
+        '30 (environment)'
+        >>> mpiflow_settings({})["MPIFLOW_CHECK"]
+        'sampled (default)'
+    """
+    return {name: f"{value} ({where})" for name, value, where in settings.effective(environ)}
+
+
 def collect() -> dict[str, str]:
     """Return the report as ordered (label, value) pairs. Never communicates."""
     import mpi4py
@@ -122,7 +136,22 @@ def collect() -> dict[str, str]:
     }
 
 
-def format_report(info: dict[str, str]) -> str:
-    """Align the report as ``label : value`` lines."""
-    width = max(len(k) for k in info)
-    return "\n".join(f"{k:<{width}} : {v}" for k, v in info.items())
+def format_report(info: dict[str, str], settings: dict[str, str] | None = None) -> str:
+    """Align the report as ``label : value`` lines; then, under a heading, the settings
+    (:func:`mpiflow_settings`) aligned alike.
+
+    Examples:
+        >>> print(format_report({"a": "1", "bc": "2"}, {"MPIFLOW_DEBUG": "off (default)"}))
+        a  : 1
+        bc : 2
+        <BLANKLINE>
+        settings (docs/configuration.md):
+        MPIFLOW_DEBUG : off (default)
+    """
+    lines = [f"{k:<{width}} : {v}" for width in [max(len(k) for k in info)]
+             for k, v in info.items()]
+    if settings:
+        width = max(len(k) for k in settings)
+        lines += ["", "settings (docs/configuration.md):"]
+        lines += [f"{k:<{width}} : {v}" for k, v in settings.items()]
+    return "\n".join(lines)

@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from mpi4py import MPI
 
+from .core import settings
 from .core.launcher_env import (
     LauncherValues,
     agree_master,
@@ -140,7 +141,7 @@ def torchrun_message(environ: Mapping[str, str]) -> str | None:
 
 
 def _check_launcher(comm: MPI.Comm) -> None:
-    if comm.Get_size() != 1 or os.environ.get("MPIFLOW_IGNORE_LAUNCHER", "") not in ("", "0"):
+    if comm.Get_size() != 1 or settings.read("MPIFLOW_IGNORE_LAUNCHER"):
         return
     message = torchrun_message(os.environ)
     if message is not None:

@@ -50,11 +50,13 @@ from typing import Any
 
 import numpy
 
+from ..core import settings
 from ..core.array_module import array_module
 
-__all__ = ["DEFAULTS", "FAMILIES", "GEMM_MIN_FLOPS", "KERNELS_ENV", "TORCH_MIN_ELEMENTS",
-           "cholesky_ex", "choose_again", "describe", "det", "eigh", "inv_ex", "library", "lstsq",
-           "matmul", "qr", "slogdet", "solve_ex", "solve_triangular", "svd", "threads"]
+__all__ = ["DEFAULTS", "FAMILIES", "GEMM_ENV", "GEMM_MIN_FLOPS", "KERNELS_ENV",
+           "TORCH_MIN_ELEMENTS", "cholesky_ex", "choose_again", "describe", "det", "eigh",
+           "inv_ex", "library", "lstsq", "matmul", "qr", "slogdet", "solve_ex",
+           "solve_triangular", "svd", "threads"]
 
 KERNELS_ENV = "MPIFLOW_KERNELS"
 """``numpy`` or ``torch``: the library of every factorization family (default: DEFAULTS)."""
@@ -82,11 +84,9 @@ def _choose() -> dict[str, str]:
     global _choice
     if _choice is not None:
         return _choice
-    wanted = os.environ.get(KERNELS_ENV, "").strip().lower()
-    gemm = os.environ.get(GEMM_ENV, "").strip().lower()
-    for name, value in ((KERNELS_ENV, wanted), (GEMM_ENV, gemm)):
-        if value not in ("", "numpy", "torch"):
-            raise ValueError(f"{name}={value!r}: expected 'numpy' or 'torch'")
+    # "auto" (the default) keeps DEFAULTS
+    wanted = settings.read(KERNELS_ENV).replace("auto", "")
+    gemm = settings.read(GEMM_ENV).replace("auto", "")
     choice = dict(DEFAULTS)
     if wanted:
         choice.update({f: wanted for f in FAMILIES if f != "gemm"})
@@ -144,11 +144,11 @@ def threads() -> int:
         >>> threads() >= 1
         True
     """
-    for name in (THREADS_ENV, "OMP_NUM_THREADS"):
-        value = os.environ.get(name, "").strip()
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return 1
+    asked = settings.read(THREADS_ENV)
+    if asked is not None:
+        return int(asked)
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()  # the OpenMP standard's, not ours
+    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def describe() -> str:

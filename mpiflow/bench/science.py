@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from typing import Any
 
+from ..core import settings
 from .plan import Settings
 
 __all__ = ["PARTS", "format_science", "run_science", "selected_parts"]
@@ -43,8 +43,7 @@ def selected_parts() -> list[str]:
         >>> "scan" in selected_parts()
         True
     """
-    names = [n.strip() for n in os.environ.get("MPIFLOW_SCIENCE_PARTS", "").split(",")
-             if n.strip()]
+    names = [n.strip() for n in settings.read("MPIFLOW_SCIENCE_PARTS").split(",") if n.strip()]
     unknown = sorted(set(names) - set(_available()))
     if unknown:
         raise ValueError(f"MPIFLOW_SCIENCE_PARTS names unknown parts {unknown}; choose from "

@@ -32,6 +32,7 @@ import numpy
 from .. import linalg
 from ..algorithms import kernels
 from ..communication.mpi.group import world_comm
+from ..core import settings
 from ..layouts.placement import Placement
 from ..layouts.sbp import Broadcast, Split
 from ..tensors.creation import tensor
@@ -197,16 +198,16 @@ def kernel_rows(repeat: int = 3, scale: int = 1) -> list[dict[str, Any]]:
         ("eigh", f"eigh {small.shape[0]}x{small.shape[0]} float64",
          lambda: kernels.eigh(small_spd)),
     ]
-    saved = {k: os.environ.get(k) for k in (kernels.KERNELS_ENV, "MPIFLOW_GEMM")}
     rows: list[dict[str, Any]] = []
     try:
         for family, name, call in jobs:
             times = {}
             for lib in ("numpy", "torch"):
-                os.environ[kernels.KERNELS_ENV] = lib
-                os.environ["MPIFLOW_GEMM"] = lib
-                kernels.choose_again()
-                if kernels.library(family) != lib:
+                with settings.scoped(kernels.KERNELS_ENV, lib), \
+                        settings.scoped(kernels.GEMM_ENV, lib):
+                    kernels.choose_again()
+                    chosen_now = kernels.library(family)  # chosen here, kept after the block
+                if chosen_now != lib:
                     times[lib] = float("nan")  # torch is not installed
                     continue
                 _barrier_timed(call, 1, root_only=True)
@@ -214,11 +215,6 @@ def kernel_rows(repeat: int = 3, scale: int = 1) -> list[dict[str, Any]]:
             rows.append({"kernel": name, "family": family, "numpy_ms": times["numpy"],
                          "torch_ms": times["torch"]})
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         kernels.choose_again()
     chosen = {f: kernels.library(f) for f in kernels.FAMILIES}
     for row in rows:

@@ -55,6 +55,7 @@ import numpy
 from mpi4py import MPI
 
 from ..communication.mpi.group import world_comm
+from ..core import settings
 from ..core.extras import install_hint
 from .metrics import (
     ALL_REDUCE_FACTOR,
@@ -393,15 +394,8 @@ def overlap_group(dist: Any) -> Any:
     ``MPIFLOW_TORCH_OVERLAP=1`` makes them: its asynchronous collectives (DDP's bucket
     all-reduces) start non-blocking MPI operations that the progress thread completes
     (collective)."""
-    old = os.environ.get("MPIFLOW_TORCH_OVERLAP")
-    os.environ["MPIFLOW_TORCH_OVERLAP"] = "1"  # read when the group is made
-    try:
+    with settings.scoped("MPIFLOW_TORCH_OVERLAP", "1"):  # read when the group is made
         return dist.new_group(backend="mpiflow")
-    finally:
-        if old is None:
-            del os.environ["MPIFLOW_TORCH_OVERLAP"]
-        else:
-            os.environ["MPIFLOW_TORCH_OVERLAP"] = old
 
 
 def _interleaved(groups: Sequence[dict[str, Callable[[], Any]]], sides: Sequence[str],

@@ -11,6 +11,8 @@
 - :mod:`.all_reduce_form`: which form of ``MPI_Allreduce`` (in place or out of place) each MPI
   library runs faster, from which size.
 - :mod:`.launcher_env`: torchrun's ``RANK``, ``LOCAL_RANK``... from an MPI launcher's variables.
+- :mod:`.settings`: every ``MPIFLOW_*`` environment variable, and the one parser that reads
+  them (docs/configuration.md).
 
 Nothing here imports ``mpi4py``: an import-linter contract (``setup.cfg``) checks it.
 """

@@ -42,6 +42,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from . import settings
 from .mpi_settings import library_family
 
 __all__ = ["ENV_VAR", "FORMS", "FORM_TABLE", "PIECES_VAR", "FormRule", "describe_form",
@@ -132,11 +133,7 @@ def form_setting(environ: Mapping[str, str]) -> str:
         >>> form_setting({}), form_setting({"MPIFLOW_ALLREDUCE_FORM": "in_place"})
         ('auto', 'in_place')
     """
-    value = environ.get(ENV_VAR, "").strip().lower() or "auto"
-    if value not in FORMS:
-        raise ValueError(f"{ENV_VAR} must be one of {', '.join(FORMS)}, got "
-                         f"{environ[ENV_VAR]!r}")
-    return value
+    return str(settings.read(ENV_VAR, environ))
 
 
 def _rule(library_version: str) -> FormRule | None:
@@ -187,17 +184,8 @@ def pieces_setting(environ: Mapping[str, str]) -> str | int:
         >>> pieces_setting({}), pieces_setting({"MPIFLOW_ALLREDUCE_PIECES": "1048576"})
         ('auto', 1048576)
     """
-    value = environ.get(PIECES_VAR, "").strip().lower() or "auto"
-    if value in ("auto", "off"):
-        return value
-    try:
-        size = int(value)
-    except ValueError:
-        size = 0
-    if size < 1:
-        raise ValueError(f"{PIECES_VAR} must be auto, off or a piece size in bytes (at least "
-                         f"1), got {environ[PIECES_VAR]!r}")
-    return size
+    value: str | int = settings.read(PIECES_VAR, environ)
+    return value
 
 
 def pieces(library_version: str, environ: Mapping[str, str],

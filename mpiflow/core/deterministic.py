@@ -3,8 +3,9 @@
 With the switch on, ``sum``, ``mean``, ``nansum``, ``var``/``std``, ``norm``, ``dot``/``vdot`` and
 the SUM/AVG collectives on float data give the same bits for any rank count and layout (see
 ``docs/reproducibility.md``). It is read by the ops and the communication layers, so it lives
-in the core. It starts from the environment variable ``MPIFLOW_DETERMINISTIC`` (``1``/``true``
-turn it on) and is per process: every rank must set it the same way.
+in the core. It starts from the environment variable ``MPIFLOW_DETERMINISTIC`` (an on value
+of :mod:`.settings`: ``1``, ``true``, ``yes``, ``on``) and is per process: every rank must set
+it the same way.
 
 Example:
     >>> from mpiflow.core.deterministic import deterministic, are_deterministic_algorithms_enabled
@@ -15,9 +16,10 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from . import settings
 
 __all__ = ["SWITCH", "Switch", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "deterministic"]
@@ -34,8 +36,7 @@ class Switch:
         self.on = on
 
 
-SWITCH = Switch(os.environ.get("MPIFLOW_DETERMINISTIC", "").strip().lower()
-                in ("1", "true", "yes", "on"))
+SWITCH = Switch(bool(settings.read("MPIFLOW_DETERMINISTIC")))
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:

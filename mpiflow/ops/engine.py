@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -32,6 +31,7 @@ from typing import Any, cast
 
 import numpy
 
+from ..core import settings
 from ..core.array_module import array_module
 from ..core.errors import GlobalTensorError
 from ..layouts.placement import Placement
@@ -177,7 +177,7 @@ MOVE_ENV = "ONEFLOW_ENABLE_GLOBAL_INPUTS_WITH_INCONSISTENT_PLACEMENT"
 
 def _move_enabled() -> bool:
     """Whether :data:`MOVE_ENV` is set to a true value (read at each call, as OneFlow does)."""
-    return os.environ.get(MOVE_ENV, "").strip().lower() in ("1", "true", "yes", "on", "y")
+    return bool(settings.read(MOVE_ENV))
 
 
 def _same_placement(operands: Sequence[Any], tensors: Sequence[Tensor], name: str

@@ -46,11 +46,13 @@ _SWAP_WEIGHT = 1 << 16
 multiplied as ``(w @ x.T).T``: numpy's OpenBLAS runs a product with few rows about a third
 faster with the operands swapped (measured: 32 x 512 by 512 x 1024, 0.45 -> 0.30 ms, the
 result's C-ordered copy included; with many rows the swap is slower). The operands are used
-as they lie; only the small output is copied into C order. The sums run in the same order,
-so the bits are those of ``x @ w.T``: both are the same transposed-second-operand BLAS call
-with the operands exchanged (checked on OpenBLAS for hundreds of shapes). The input gradient
-``g @ w`` is taken the same way, as ``(w.T @ g.T).T``: the gain is largest when ``w`` is no
-longer in the cache, as in a training step (2 MB weight: 0.44 -> 0.38 ms, same bits)."""
+as they lie; only the small output is copied into C order. The products are those of
+``x @ w.T``, summed in the order the BLAS kernel picks for the swapped call: on some CPUs'
+kernels the bits are those of ``x @ w.T``, on others (OpenBLAS's Haswell kernel on AMD EPYC)
+they differ in the last bits, as two differently shaped BLAS calls may
+(docs/reproducibility.md).
+The input gradient ``g @ w`` is taken the same way, as ``(w.T @ g.T).T``: the gain is largest
+when ``w`` is no longer in the cache, as in a training step (2 MB weight: 0.44 -> 0.38 ms)."""
 
 
 def _swaps(xp: Any, x: Any, w: Any) -> bool:

@@ -6,7 +6,6 @@ Package-internal helpers of :mod:`.process_group`, one step each; none communica
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -17,6 +16,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 from ..communication import Work as MPIWork
+from ..core import settings
 from ..core.torch_arrays import Post, chain, overlaps_itself
 from .work import DoneWork, PendingWork
 
@@ -154,8 +154,7 @@ def mpi_work(requests: list[MPI.Request], keep: Any) -> MPIWork:
 
 def overlap_enabled() -> bool:
     """Whether ``MPIFLOW_TORCH_OVERLAP=1`` asks for non-blocking asynchronous collectives."""
-    return os.environ.get("MPIFLOW_TORCH_OVERLAP", "0").strip().lower() in ("1", "yes", "true",
-                                                                          "on")
+    return bool(settings.read("MPIFLOW_TORCH_OVERLAP"))
 
 
 class _AsyncOption:

@@ -38,6 +38,7 @@ def test_enabled_reads_mpiflow_debug() -> None:
     assert not enabled({"MPIFLOW_DEBUG": "0"})
     assert enabled({"MPIFLOW_DEBUG": "1"})
     assert enabled({"MPIFLOW_DEBUG": "yes"})
+    assert not enabled({"MPIFLOW_DEBUG": "false"}) and not enabled({"MPIFLOW_DEBUG": " OFF "})
 
 
 def test_mpi_communicator_is_the_debug_one_in_debug_mode(

@@ -84,7 +84,8 @@ def test_parse_backend(value: str | None, expected: str) -> None:
 
 
 def test_parse_backend_refuses_other_values() -> None:
-    with pytest.raises(ValueError, match=r"MPIFLOW_BACKEND must be 'mpi' or 'nccl'.*'gloo'"):
+    with pytest.raises(ValueError,
+                       match=r"MPIFLOW_BACKEND must be one of auto, mpi, nccl; got 'gloo'"):
         parse_backend({"MPIFLOW_BACKEND": "gloo"})
 
 
@@ -97,7 +98,8 @@ def test_parse_cuda_aware(value: str | None, expected: bool | None) -> None:
 
 
 def test_parse_cuda_aware_refuses_other_values() -> None:
-    with pytest.raises(ValueError, match="MPIFLOW_CUDA_AWARE must be 0 or 1"):
+    with pytest.raises(ValueError,
+                       match=r"MPIFLOW_CUDA_AWARE must be 1, true, yes, on \(on\) or 0"):
         parse_cuda_aware({"MPIFLOW_CUDA_AWARE": "maybe"})
 
 

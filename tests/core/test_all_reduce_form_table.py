@@ -66,7 +66,7 @@ def test_the_environment_sets_the_pieces(value, intel, other):
 @pytest.mark.parametrize("bad", ["on", "0", "-8", "1.5", "8MiB"])
 def test_a_bad_pieces_setting_says_what_it_takes(bad):
     with pytest.raises(ValueError, match=f"{PIECES_VAR} must be auto, off or a piece size in "
-                                         f"bytes \\(at least 1\\), got '{bad}'"):
+                                         f"bytes \\(at least 1\\); got '{bad}'"):
         pieces_setting({PIECES_VAR: bad})
 
 
@@ -79,7 +79,7 @@ def test_a_form_argument_overrides_the_environment():
 @pytest.mark.parametrize("bad", ["inplace", "1", "out-of-place"])
 def test_a_bad_setting_names_the_choices(bad):
     with pytest.raises(ValueError, match=f"{ENV_VAR} must be one of auto, in_place, "
-                                         f"out_of_place, got '{bad}'"):
+                                         f"out_of_place; got '{bad}'"):
         form_setting({ENV_VAR: bad})
     with pytest.raises(ValueError, match="must be one of"):
         out_of_place_from(MPICH, {}, form=bad)

@@ -45,8 +45,11 @@ def test_info_prints_once_per_job() -> None:
             "from mpiflow.communication.mpi.group import world_comm as w; "
             "x = numpy.arange(5.0); dist.all_reduce(x); assert (x == 2 * numpy.arange(5)).all()"
             "; assert w.fast.scratch.buffer.nbytes == 40; main(['info'])")
+    # MPIFLOW_DEBUG=False is off (it used to turn debug mode on): the sampled communicator.
+    code += "; assert type(w).__name__ == 'SampledMPICommunicator', type(w)"
     job = run_job(2, code, launcher=[MPIEXEC, "-n", "2"],
-                  env={"MPIFLOW_ALLREDUCE_FORM": "out_of_place"})
+                  env={"MPIFLOW_ALLREDUCE_FORM": "out_of_place", "MPIFLOW_DEBUG": "False",
+                       "MPIFLOW_CHECK": "", "MPIFLOW_JOB_EAGER": ""})
     assert job.returncode == 0, job.stderr
     assert re.search(r"^all-reduce form +: out of place at every size "
                      r"\(MPIFLOW_ALLREDUCE_FORM=out_of_place\); in ", job.stdout, re.M), job.stdout
@@ -57,6 +60,12 @@ def test_info_prints_once_per_job() -> None:
                 "Intel MPI Hydra mpiexec" if "Intel" in library else "MPICH Hydra mpiexec")
     assert re.search(rf"^launcher +: {re.escape(launcher)}$", job.stdout, re.M), job.stdout
     assert re.search(r"^MPI settings +: \S", job.stdout, re.M), job.stdout
+    # the effective settings, each with where it came from (docs/configuration.md)
+    assert "\nsettings (docs/configuration.md):\n" in job.stdout, job.stdout
+    for line in (r"MPIFLOW_DEBUG +: off \(environment\)", r"MPIFLOW_CHECK +: sampled \(default\)",
+                 r"MPIFLOW_ALLREDUCE_FORM +: out_of_place \(environment\)",
+                 r"MPIFLOW_JOB_EAGER +: off \(default\)"):
+        assert re.search(rf"^{line}$", job.stdout, re.M), (line, job.stdout)
 
 
 @pytest.mark.skipif(not MPI.Get_library_version().startswith("MPICH"),

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
 import zlib
 from _thread import get_ident
@@ -45,6 +44,7 @@ from typing import Any
 import numpy
 from mpi4py import MPI
 
+from ...core import settings
 from ...core.reduce_op import ReduceOp
 from ..fast import concurrent_use
 from ..mpi.communicator import MPICommunicator
@@ -65,9 +65,12 @@ class CollectiveMismatchError(ValueError):
 
 
 def enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``MPIFLOW_DEBUG`` asks for debug mode (set and not ``0``)."""
-    value = (os.environ if environ is None else environ).get("MPIFLOW_DEBUG", "").strip()
-    return value not in ("", "0")
+    """Whether ``MPIFLOW_DEBUG`` asks for debug mode (an on value of :mod:`mpiflow.core.settings`).
+
+    Raises:
+        SettingError: a value that is neither on nor off.
+    """
+    return bool(settings.read("MPIFLOW_DEBUG", environ))
 
 
 _MAGIC = 0x6D70_6966_6C6F_77  # "mpiflow": tells a fingerprint from stray data

@@ -24,12 +24,12 @@ Examples:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from mpi4py import MPI
 
+from ...core import settings
 from ..mpi.communicator import MPICommunicator, set_debug_kind
 from ..watchdog.skew import skipped
 from .mode import FINGERPRINT_SPECS, DebugMPICommunicator, enabled, name_method
@@ -48,14 +48,9 @@ def check_mode(environ: Mapping[str, str] | None = None) -> str:
     Raises:
         ValueError: ``MPIFLOW_CHECK`` is none of ``off``, ``sampled``, ``all``.
     """
-    env = os.environ if environ is None else environ
-    if enabled(env):
+    if enabled(environ):
         return "all"
-    mode = env.get("MPIFLOW_CHECK", "").strip().lower() or "sampled"
-    if mode not in MODES:
-        raise ValueError(f"MPIFLOW_CHECK must be one of off, sampled, all; got "
-                         f"{env.get('MPIFLOW_CHECK')!r}")
-    return mode
+    return str(settings.read("MPIFLOW_CHECK", environ))
 
 
 def next_checked(n: int) -> int:

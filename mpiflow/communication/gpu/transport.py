@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy
 
+from ...core import settings
 from ...core.reduce_op import ReduceOp
 
 __all__ = [
@@ -97,14 +98,7 @@ def parse_backend(environ: Mapping[str, str] | None = None) -> str:
         >>> parse_backend({"MPIFLOW_BACKEND": "NCCL"})
         'nccl'
     """
-    env = os.environ if environ is None else environ
-    value = env.get("MPIFLOW_BACKEND", "").strip().lower()
-    if value == "":
-        return "auto"
-    if value not in BACKENDS:
-        raise ValueError(f"MPIFLOW_BACKEND must be 'mpi' or 'nccl' (or unset for the automatic "
-                         f"choice), got {env.get('MPIFLOW_BACKEND')!r}")
-    return value
+    return str(settings.read("MPIFLOW_BACKEND", environ))
 
 
 def parse_cuda_aware(environ: Mapping[str, str] | None = None) -> bool | None:
@@ -113,16 +107,8 @@ def parse_cuda_aware(environ: Mapping[str, str] | None = None) -> bool | None:
     Raises:
         ValueError: a value that is not 0/1 (or no/yes, false/true, off/on).
     """
-    env = os.environ if environ is None else environ
-    raw = env.get("MPIFLOW_CUDA_AWARE")
-    if raw is None or raw.strip() == "":
-        return None
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"MPIFLOW_CUDA_AWARE must be 0 or 1, got {raw!r}")
+    value = settings.read("MPIFLOW_CUDA_AWARE", environ)
+    return None if value is None else bool(value)
 
 
 # -- asking the MPI library -------------------------------------------------------------------
@@ -221,7 +207,7 @@ def cuda_aware_source(environ: Mapping[str, str] | None = None,
     env = os.environ if environ is None else environ
     override = parse_cuda_aware(env)
     if override is not None:
-        return ("yes" if override else "no"), f"MPIFLOW_CUDA_AWARE={env['MPIFLOW_CUDA_AWARE']}"
+        return ("yes" if override else "no"), f"MPIFLOW_CUDA_AWARE={int(override)}"
     if library is None and environ is None:
         answer, name = _query_library()
     else:

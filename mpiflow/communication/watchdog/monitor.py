@@ -55,6 +55,7 @@ from typing import Any
 from mpi4py import MPI
 
 from ... import runtime as _runtime
+from ...core import settings
 from . import exits
 from .report import describe_group, format_report, ranks_text  # noqa: F401
 from .sites import (  # noqa: F401  (registration API and helpers, re-exported)
@@ -108,7 +109,7 @@ __all__ = [
     "watched",
 ]
 
-DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUT: float = settings.get("MPIFLOW_TIMEOUT").default
 REPLY_WAIT = 2.0  # seconds a reporting rank waits for the others' answers
 EXIT_GRACE = 10.0  # a call still waiting this long after a member exited is reported
 INTERRUPT_GRACE = 0.5  # after Ctrl-C, a call still blocked this long is reported
@@ -131,17 +132,7 @@ def timeout_from_environment(environ: Mapping[str, str] | None = None) -> float:
     Raises:
         ValueError: the value is not a non-negative number of seconds.
     """
-    text = (os.environ if environ is None else environ).get("MPIFLOW_TIMEOUT", "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or math.isinf(value):
-        raise ValueError(f"MPIFLOW_TIMEOUT must be a non-negative number of seconds (0 turns "
-                         f"the watchdog off), got {text!r}")
-    return value
+    return float(settings.read("MPIFLOW_TIMEOUT", environ))
 
 
 # -- the watchdog thread ----------------------------------------------------------------------

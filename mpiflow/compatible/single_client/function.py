@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import typing as _typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from ... import dtypes as _dtypes
 from ...autograd import backward, enable_grad, no_grad
 from ...communication.collectives.objects import all_gather_object
 from ...communication.mpi.group import world_comm
+from ...core import settings
 from ...core.reduce_op import ReduceOp
 from ...layouts.sbp import Split
 from ...nn.graph.plan import Plan
@@ -65,7 +65,7 @@ __all__ = ["EAGER_ENV", "FunctionConfig", "Job", "JobResult", "function_config",
            "global_function"]
 
 EAGER_ENV = "MPIFLOW_JOB_EAGER"
-"""Set to a value other than ``""`` and ``"0"``, job functions run eagerly (no tracing)."""
+"""Set to an on value (:mod:`mpiflow.core.settings`), job functions run eagerly (no tracing)."""
 
 
 @dataclass
@@ -260,7 +260,7 @@ class Job:
         inputs = [self._tensor(a) for a in arrays]
         if SESSION.call is not None:
             raise RuntimeError("a job function cannot be called inside another job function")
-        if SESSION.eager or os.environ.get(EAGER_ENV, "") not in ("", "0"):
+        if SESSION.eager or settings.read(EAGER_ENV):
             out = self._run(inputs)[0]
         else:
             out = self._graph(inputs)
