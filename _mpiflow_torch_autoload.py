@@ -93,9 +93,22 @@ class MPIFlowAsMPI:
 
 
 def mpi_alias_enabled(environ: Any = os.environ) -> bool:
-    """Whether ``MPIFLOW_TORCH_MPI`` allows ``backend="mpi"`` on mpiflow (on unless 0/off)."""
-    return environ.get("MPIFLOW_TORCH_MPI", "1").strip().lower() not in ("0", "off", "false",
-                                                                         "no")
+    """Whether ``MPIFLOW_TORCH_MPI`` allows ``backend="mpi"`` on mpiflow (on when unset).
+
+    The words are mpiflow.core.settings' (this hook cannot import mpiflow: that starts MPI);
+    tests/core/test_settings.py checks that both parse alike.
+
+    Raises:
+        ValueError: a value that is neither on nor off (as mpiflow's settings raise).
+    """
+    raw = environ.get("MPIFLOW_TORCH_MPI", "")
+    word = raw.strip().lower()
+    if word in ("", "1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("MPIFLOW_TORCH_MPI must be 1, true, yes, on (on) or 0, false, no, off "
+                     f"(off), in any case; got {raw!r}")
 
 
 def install_mpi() -> bool:

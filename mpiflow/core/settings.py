@@ -195,6 +195,12 @@ SETTINGS: tuple[Setting, ...] = (
             "The torch backend's asynchronous collectives start non-blocking MPI operations "
             "(so DDP's all-reduce overlaps backward) instead of completing at the call.",
             read="when a process group is made"),
+    Setting("MPIFLOW_TORCH_MPI", "bool", True,
+            "Where torch has no MPI of its own, `backend=\"mpi\"` makes mpiflow groups "
+            "(`dist.get_backend()` reports `mpi`); off: torch's own error. A torch built with "
+            "MPI is never changed. Parsed with the same words by the auto-load hook, which "
+            "cannot import mpiflow.",
+            read="at import torch (the auto-load hook) and import mpiflow.torch"),
     Setting("ONEFLOW_ENABLE_GLOBAL_INPUTS_WITH_INCONSISTENT_PLACEMENT", "bool", False,
             "OneFlow's variable: an op whose global inputs lie on different placements moves "
             "them to the placement holding the highest rank instead of raising.",

@@ -9,7 +9,7 @@ import pytest
 from helpers import run_job
 
 from mpiflow.core import settings
-from mpiflow.core.settings import SETTINGS, Setting, SettingError, read
+from mpiflow.core.settings import SETTINGS, Setting, SettingError, get, read
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mpiflow"
@@ -160,3 +160,19 @@ def test_a_malformed_value_ends_the_job_at_import_on_every_rank() -> None:
     assert ("MPIFLOW_DEBUG must be 1, true, yes, on (on) or 0, false, no, off (off), in any "
             "case; got 'maybe'") in job.stderr
     assert job.seconds < 30, job.seconds
+
+
+def test_the_torch_hook_parses_its_switch_as_the_settings_do() -> None:
+    # The auto-load hook cannot import mpiflow (that starts MPI), so it has its own parser.
+    from _mpiflow_torch_autoload import mpi_alias_enabled
+
+    setting = get("MPIFLOW_TORCH_MPI")
+    for raw in ("", " ", "1", "ON", " yes ", "0", "Off", "false", "NO", "maybe", "2"):
+        try:
+            expected: object = setting.parse(raw)
+        except SettingError as error:
+            with pytest.raises(ValueError) as raised:
+                mpi_alias_enabled({"MPIFLOW_TORCH_MPI": raw})
+            assert str(raised.value) == str(error)
+        else:
+            assert mpi_alias_enabled({"MPIFLOW_TORCH_MPI": raw}) is expected
