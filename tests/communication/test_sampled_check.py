@@ -17,6 +17,7 @@ from mpiflow.communication import CollectiveMismatchError
 from mpiflow.communication.debug.mode import DebugMPICommunicator
 from mpiflow.communication.debug.sampled import (
     FIRST,
+    PERIOD,
     SampledMPICommunicator,
     check_mode,
     next_checked,
@@ -28,14 +29,16 @@ from mpiflow.core.reduce_op import ReduceOp
 RANK, SIZE = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
-def test_the_schedule_checks_the_first_calls_then_sparse_ones() -> None:
+def test_the_schedule_is_the_documented_one() -> None:
     checked, n = [], 1
     while n <= 100_000:
         checked.append(n)
         n = next_checked(n)
-    assert checked[:FIRST] == list(range(1, FIRST + 1))
-    assert checked[FIRST:FIRST + 5] == [512, 1024, 2048, 4096, 8192]
-    assert len(checked) < FIRST + 40  # of 100k calls
+    # the first call, the powers of two up to PERIOD, then every PERIOD-th (docs/troubleshooting.md)
+    assert FIRST == 1 and PERIOD == 4096
+    assert checked[:13] == [2 ** k for k in range(13)]
+    assert checked[13:] == list(range(2 * PERIOD, 100_001, PERIOD))
+    assert sum(c <= 300 for c in checked) == 9 and len(checked) == 36  # as the docs say
 
 
 def test_the_mode_comes_from_the_environment() -> None:
@@ -80,11 +83,11 @@ def raises_everywhere(call: object, *what: str) -> None:
 @pytest.mark.mpi(min_size=2)
 def test_same_size_dtypes_in_all_reduce_are_caught_on_every_rank() -> None:
     comm = fresh()
-    for _ in range(5):  # in step first
+    for _ in range(7):  # in step first
         comm.all_reduce(numpy.ones(4, numpy.float32))
     x = numpy.ones(4, numpy.float32 if RANK == 0 else numpy.int32)
     raises_everywhere(lambda: comm.all_reduce(x), "rank 0: all_reduce(dtype=float32",
-                      "all_reduce(dtype=int32", "they differ in: dtype", "[call 6 on this group]")
+                      "all_reduce(dtype=int32", "they differ in: dtype", "[call 8 on this group]")
     y = numpy.ones(4, numpy.float32)
     comm.all_reduce(y)  # the ranks are in step again
     assert (y == SIZE).all()
@@ -115,7 +118,8 @@ def test_sizes_that_differ_are_caught_before_mpi_aborts() -> None:
     comm = fresh()
     raises_everywhere(lambda: comm.all_reduce(numpy.ones(4 + RANK)), "they differ in: shape")
     raises_everywhere(lambda: comm.all_gather(numpy.ones(2 + RANK), numpy.ones(SIZE * 3)),
-                      "all_gather")
+                      "all_gather")  # call 2
+    comm.barrier()  # call 3: not checked
     raises_everywhere(lambda: comm.reduce_scatter(numpy.ones(SIZE * (1 + RANK)),
                                                   numpy.ones(1 + RANK)), "reduce_scatter")
 
@@ -124,14 +128,15 @@ def test_sizes_that_differ_are_caught_before_mpi_aborts() -> None:
 def test_after_the_first_calls_only_the_scheduled_ones_are_checked() -> None:
     comm = fresh()
     x = numpy.ones(2, numpy.float32)
-    for _ in range(FIRST + 44):  # fast paths and general paths alike count
+    for _ in range(300):  # fast paths and general paths alike count
         comm.all_reduce(x, ReduceOp.SUM)
         comm.all_reduce(x, ReduceOp.MAX, async_op=True).wait()  # the general path
-    assert comm.check_due[0] == 1024 - 2 * (FIRST + 44)
+    assert comm.check_due[0] == 1024 - 600
     checks = []
     original = comm._exchange
-    comm._exchange = lambda row: checks.append(int(row[2])) or original(row)  # type: ignore
-    for _ in range(1024 - 2 * (FIRST + 44)):
+    comm._exchange = lambda row, digest=False: (  # type: ignore[method-assign]
+        checks.append(comm._calls) or original(row, digest))
+    for _ in range(1024 - 600):
         comm.all_reduce(x)
     assert checks == [1024]
     assert comm.check_due[0] == 1024
