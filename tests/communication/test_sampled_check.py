@@ -14,7 +14,7 @@ from mpi4py import MPI
 import mpiflow as flow
 import mpiflow.distributed as dist
 from mpiflow.communication import CollectiveMismatchError
-from mpiflow.communication.debug.mode import DebugMPICommunicator
+from mpiflow.communication.debug.mode import DebugMPICommunicator, Fingerprint, digest_of
 from mpiflow.communication.debug.sampled import (
     FIRST,
     PERIOD,
@@ -201,3 +201,79 @@ def test_new_group_called_on_some_ranks_only_is_named() -> None:
     x = numpy.ones(2)
     comm.all_reduce(x)  # in step again
     assert (x == SIZE).all()
+
+
+def test_the_digest_tells_every_field_apart() -> None:
+    row = Fingerprint("float32", (4, 3), ReduceOp.SUM).encode("all_reduce", 0, 2)
+    seen = {digest_of(row)}
+    for j in range(len(row)):
+        other = row.copy()
+        other[j] += 1
+        seen.add(digest_of(other))
+    assert len(seen) == len(row) + 1  # no field's change leaves the digest as it was
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("what", ["dtype", "shape", "reduce op", "root"])
+def test_a_mismatch_in_a_groups_first_call_is_caught_on_every_rank(what: str) -> None:
+    comm = fresh()
+    last = RANK == SIZE - 1  # the odd one out
+    others = "rank 0" if SIZE == 2 else ("ranks 0, 1" if SIZE == 3 else f"ranks 0-{SIZE - 2}")
+    x = numpy.ones(4 + (what == "shape" and last),
+                   numpy.float64 if what == "dtype" and last else numpy.float32)
+    if what == "root":
+        call = lambda: comm.broadcast(x, SIZE - 1 if last else 0)  # noqa: E731
+        seen = f"rank {SIZE - 1}: broadcast(dtype=float32, shape=(4,), root={SIZE - 1})"
+    else:
+        op = ReduceOp.MAX if what == "reduce op" and last else ReduceOp.SUM
+        call = lambda: comm.all_reduce(x, op)  # noqa: E731  # the fast path's kind of call
+        seen = (f"rank {SIZE - 1}: all_reduce(dtype={'float64' if what == 'dtype' else 'float32'}"
+                f", shape=({5 if what == 'shape' else 4},), op={'MAX' if what == 'reduce op' else 'SUM'})")
+    raises_everywhere(call, f"{others}: ", seen, "[call 1 on this group]",
+                      f"they differ in: {what}")
+    y = numpy.ones(2)
+    comm.all_reduce(y)  # the call did not run: the ranks are in step
+    assert (y == SIZE).all()
+
+
+class CountedComm:
+    """An mpi4py communicator that records each of its calls (name, bytes of the first buffer)
+    and the checked call's number on the group, then makes the call."""
+
+    def __init__(self, comm: MPI.Comm, owner: SampledMPICommunicator) -> None:
+        self.comm, self.owner, self.calls = comm, owner, []
+
+    def __getattr__(self, name: str) -> object:
+        method = getattr(self.comm, name)
+
+        def call(*args: object) -> object:
+            buf = args[1] if args and args[0] is MPI.IN_PLACE else (args[0] if args else None)
+            self.calls.append((name, getattr(buf, "nbytes", None), self.owner._calls))
+            return method(*args)
+
+        return call
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_checked_call_costs_one_small_all_reduce_on_the_schedule() -> None:
+    comm = fresh()
+    shadow = CountedComm(comm.mpi_comm.Dup(), comm)
+    comm._shadow = shadow  # type: ignore[assignment]
+    x, out = numpy.ones(3, numpy.float32), numpy.zeros(3 * SIZE, numpy.float32)
+    for i in range(70):  # the fast paths and the general paths, several kinds of call
+        if i % 3 == 0:
+            comm.all_gather(x, out)
+        elif i % 3 == 1:
+            comm.all_reduce(x, ReduceOp.MAX, async_op=True).wait()
+        else:
+            comm.all_reduce(x)
+    # one MPI_Allreduce of 16 bytes (the digest) per checked call, nothing else
+    assert shadow.calls == [("Allreduce", 16, n) for n in (1, 2, 4, 8, 16, 32, 64)]
+    shadow.calls.clear()
+    for _ in range(127 - 70):
+        comm.barrier()  # calls 71..127: none checked
+    assert shadow.calls == []
+    bad = numpy.ones(2 + (RANK == 0), numpy.float32)
+    raises_everywhere(lambda: comm.all_reduce(bad), "[call 128 on this group]")
+    # the digests differ: then, and only then, the ranks all-gather their rows
+    assert [c[0] for c in shadow.calls] == ["Allreduce", "Allgather"]
