@@ -227,8 +227,9 @@ def test_a_mismatch_in_a_groups_first_call_is_caught_on_every_rank(what: str) ->
     else:
         op = ReduceOp.MAX if what == "reduce op" and last else ReduceOp.SUM
         call = lambda: comm.all_reduce(x, op)  # noqa: E731  # the fast path's kind of call
-        seen = (f"rank {SIZE - 1}: all_reduce(dtype={'float64' if what == 'dtype' else 'float32'}"
-                f", shape=({5 if what == 'shape' else 4},), op={'MAX' if what == 'reduce op' else 'SUM'})")
+        dtype = "float64" if what == "dtype" else "float32"
+        seen = (f"rank {SIZE - 1}: all_reduce(dtype={dtype}, shape=({5 if what == 'shape' else 4},"
+                f"), op={'MAX' if what == 'reduce op' else 'SUM'})")
     raises_everywhere(call, f"{others}: ", seen, "[call 1 on this group]",
                       f"they differ in: {what}")
     y = numpy.ones(2)
