@@ -76,7 +76,7 @@ def _job(torch: Any, group: Any, data: Any, steps: int) -> Callable[[], None]:
     from torch.utils.data.distributed import DistributedSampler
 
     rank, size = world_comm.rank, world_comm.size
-    sampler = DistributedSampler(data, num_replicas=size, rank=rank)
+    sampler: Any = DistributedSampler(data, num_replicas=size, rank=rank)
     loader = DataLoader(data, batch_size=BATCH, sampler=sampler)
     torch.manual_seed(0)
     model = torch.nn.Linear(FEATURES, 1)
