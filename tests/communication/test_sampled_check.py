@@ -278,3 +278,14 @@ def test_a_checked_call_costs_one_small_all_reduce_on_the_schedule() -> None:
     raises_everywhere(lambda: comm.all_reduce(bad), "[call 128 on this group]")
     # the digests differ: then, and only then, the ranks all-gather their rows
     assert [c[0] for c in shadow.calls] == ["Allreduce", "Allgather"]
+
+
+@pytest.mark.mpi(min_size=2)
+def test_all_to_all_v_counts_that_do_not_pair_up_are_caught_past_the_digest() -> None:
+    comm = fresh()  # the digests agree (counts differ between ranks by design): then the counts
+    send_counts, recv_counts = [1] * SIZE, [1] * SIZE
+    if RANK == 0:
+        send_counts[1] = 2  # rank 1 expects 1 from rank 0
+    send, recv = numpy.zeros(sum(send_counts)), numpy.zeros(sum(recv_counts))
+    with pytest.raises(CollectiveMismatchError, match="rank 0 sends 2 element"):
+        comm.all_to_all_v(send, send_counts, recv, recv_counts)
