@@ -25,6 +25,10 @@ anything runs:
   step; named rather than part of ``all``, like ``engine``).
 * ``science``: :mod:`.science` (sorting, statistics, scans, FFT, linear algebra and files on
   split arrays beside numpy doing the whole job on one process; minutes, so named).
+* ``collective_check``: :mod:`.collective_check` (the default argument checks against
+  ``MPIFLOW_CHECK=off`` on a long job of 100k 8-byte all-reduces and a short tiny-model DDP
+  job through the torch backend, and the all-reduce's cost over raw mpi4py; without PyTorch
+  the short job is reported as skipped).
 """
 
 from __future__ import annotations
@@ -135,6 +139,18 @@ def _format_torch(result: Any, markdown: bool) -> str:
     return format_torch(result, markdown)
 
 
+def _run_collective_check(settings: Settings) -> Any:
+    from .collective_check import run_collective_check
+
+    return run_collective_check(settings)
+
+
+def _format_collective_check(result: Any, markdown: bool) -> str:
+    from .collective_check import format_collective_check
+
+    return format_collective_check(result, markdown)
+
+
 def _check_torch(settings: Settings) -> str | None:
     from .torch_suite import torch_problem
 
@@ -182,6 +198,7 @@ OPTIONAL_RUNNERS: dict[str, Suite] = {s.name: s for s in (
     Suite("engine", _run_engine, _format_engine, lambda result: result.to_json()),
     Suite("graph", _run_graph, _format_graph, lambda result: result.to_json()),
     Suite("science", _run_science, _format_science, dict),
+    Suite("collective_check", _run_collective_check, _format_collective_check, dict),
 )}
 OPTIONAL_SUITES = tuple(OPTIONAL_RUNNERS)
 """The suites that need an optional dependency: run when named, not with ``all``, last."""

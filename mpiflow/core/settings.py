@@ -143,8 +143,8 @@ SETTINGS: tuple[Setting, ...] = (
             read="at import and for each new communicator"),
     Setting("MPIFLOW_CHECK", "choice", "sampled",
             "Which collectives the ranks compare before running them (`CollectiveMismatchError` "
-            "on every rank when they differ): `sampled` the first 256 on each group, then the "
-            "powers of two and every 4096th; `all` every one (debug mode); `off` none.",
+            "on every rank when they differ): `sampled` the first call on each group, then "
+            "calls 2, 4, 8, ... 4096 and every 4096th; `all` every one (debug mode); `off` none.",
             words=("off", "sampled", "all"), read="for each new communicator"),
     Setting("MPIFLOW_TIMEOUT", "float", 600.0,
             "The collective watchdog: a blocking call that lasts this many seconds is reported "

@@ -14,9 +14,10 @@ from mpi4py import MPI
 import mpiflow as flow
 import mpiflow.distributed as dist
 from mpiflow.communication import CollectiveMismatchError
-from mpiflow.communication.debug.mode import DebugMPICommunicator
+from mpiflow.communication.debug.mode import DebugMPICommunicator, Fingerprint, digest_of
 from mpiflow.communication.debug.sampled import (
     FIRST,
+    PERIOD,
     SampledMPICommunicator,
     check_mode,
     next_checked,
@@ -28,14 +29,16 @@ from mpiflow.core.reduce_op import ReduceOp
 RANK, SIZE = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
-def test_the_schedule_checks_the_first_calls_then_sparse_ones() -> None:
+def test_the_schedule_is_the_documented_one() -> None:
     checked, n = [], 1
     while n <= 100_000:
         checked.append(n)
         n = next_checked(n)
-    assert checked[:FIRST] == list(range(1, FIRST + 1))
-    assert checked[FIRST:FIRST + 5] == [512, 1024, 2048, 4096, 8192]
-    assert len(checked) < FIRST + 40  # of 100k calls
+    # the first call, the powers of two up to PERIOD, then every PERIOD-th (docs/troubleshooting.md)
+    assert FIRST == 1 and PERIOD == 4096
+    assert checked[:13] == [2 ** k for k in range(13)]
+    assert checked[13:] == list(range(2 * PERIOD, 100_001, PERIOD))
+    assert sum(c <= 300 for c in checked) == 9 and len(checked) == 36  # as the docs say
 
 
 def test_the_mode_comes_from_the_environment() -> None:
@@ -80,11 +83,11 @@ def raises_everywhere(call: object, *what: str) -> None:
 @pytest.mark.mpi(min_size=2)
 def test_same_size_dtypes_in_all_reduce_are_caught_on_every_rank() -> None:
     comm = fresh()
-    for _ in range(5):  # in step first
+    for _ in range(7):  # in step first
         comm.all_reduce(numpy.ones(4, numpy.float32))
     x = numpy.ones(4, numpy.float32 if RANK == 0 else numpy.int32)
     raises_everywhere(lambda: comm.all_reduce(x), "rank 0: all_reduce(dtype=float32",
-                      "all_reduce(dtype=int32", "they differ in: dtype", "[call 6 on this group]")
+                      "all_reduce(dtype=int32", "they differ in: dtype", "[call 8 on this group]")
     y = numpy.ones(4, numpy.float32)
     comm.all_reduce(y)  # the ranks are in step again
     assert (y == SIZE).all()
@@ -115,7 +118,8 @@ def test_sizes_that_differ_are_caught_before_mpi_aborts() -> None:
     comm = fresh()
     raises_everywhere(lambda: comm.all_reduce(numpy.ones(4 + RANK)), "they differ in: shape")
     raises_everywhere(lambda: comm.all_gather(numpy.ones(2 + RANK), numpy.ones(SIZE * 3)),
-                      "all_gather")
+                      "all_gather")  # call 2
+    comm.barrier()  # call 3: not checked
     raises_everywhere(lambda: comm.reduce_scatter(numpy.ones(SIZE * (1 + RANK)),
                                                   numpy.ones(1 + RANK)), "reduce_scatter")
 
@@ -124,14 +128,15 @@ def test_sizes_that_differ_are_caught_before_mpi_aborts() -> None:
 def test_after_the_first_calls_only_the_scheduled_ones_are_checked() -> None:
     comm = fresh()
     x = numpy.ones(2, numpy.float32)
-    for _ in range(FIRST + 44):  # fast paths and general paths alike count
+    for _ in range(300):  # fast paths and general paths alike count
         comm.all_reduce(x, ReduceOp.SUM)
         comm.all_reduce(x, ReduceOp.MAX, async_op=True).wait()  # the general path
-    assert comm.check_due[0] == 1024 - 2 * (FIRST + 44)
+    assert comm.check_due[0] == 1024 - 600
     checks = []
     original = comm._exchange
-    comm._exchange = lambda row: checks.append(int(row[2])) or original(row)  # type: ignore
-    for _ in range(1024 - 2 * (FIRST + 44)):
+    comm._exchange = lambda row, digest=False: (  # type: ignore[method-assign]
+        checks.append(comm._calls) or original(row, digest))
+    for _ in range(1024 - 600):
         comm.all_reduce(x)
     assert checks == [1024]
     assert comm.check_due[0] == 1024
@@ -196,3 +201,91 @@ def test_new_group_called_on_some_ranks_only_is_named() -> None:
     x = numpy.ones(2)
     comm.all_reduce(x)  # in step again
     assert (x == SIZE).all()
+
+
+def test_the_digest_tells_every_field_apart() -> None:
+    row = Fingerprint("float32", (4, 3), ReduceOp.SUM).encode("all_reduce", 0, 2)
+    seen = {digest_of(row)}
+    for j in range(len(row)):
+        other = row.copy()
+        other[j] += 1
+        seen.add(digest_of(other))
+    assert len(seen) == len(row) + 1  # no field's change leaves the digest as it was
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("what", ["dtype", "shape", "reduce op", "root"])
+def test_a_mismatch_in_a_groups_first_call_is_caught_on_every_rank(what: str) -> None:
+    comm = fresh()
+    last = RANK == SIZE - 1  # the odd one out
+    others = "rank 0" if SIZE == 2 else ("ranks 0, 1" if SIZE == 3 else f"ranks 0-{SIZE - 2}")
+    x = numpy.ones(4 + (what == "shape" and last),
+                   numpy.float64 if what == "dtype" and last else numpy.float32)
+    if what == "root":
+        call = lambda: comm.broadcast(x, SIZE - 1 if last else 0)  # noqa: E731
+        seen = f"rank {SIZE - 1}: broadcast(dtype=float32, shape=(4,), root={SIZE - 1})"
+    else:
+        op = ReduceOp.MAX if what == "reduce op" and last else ReduceOp.SUM
+        call = lambda: comm.all_reduce(x, op)  # noqa: E731  # the fast path's kind of call
+        dtype = "float64" if what == "dtype" else "float32"
+        seen = (f"rank {SIZE - 1}: all_reduce(dtype={dtype}, shape=({5 if what == 'shape' else 4},"
+                f"), op={'MAX' if what == 'reduce op' else 'SUM'})")
+    raises_everywhere(call, f"{others}: ", seen, "[call 1 on this group]",
+                      f"they differ in: {what}")
+    y = numpy.ones(2)
+    comm.all_reduce(y)  # the call did not run: the ranks are in step
+    assert (y == SIZE).all()
+
+
+class CountedComm:
+    """An mpi4py communicator that records each of its calls (name, bytes of the first buffer)
+    and the checked call's number on the group, then makes the call."""
+
+    def __init__(self, comm: MPI.Comm, owner: SampledMPICommunicator) -> None:
+        self.comm, self.owner, self.calls = comm, owner, []
+
+    def __getattr__(self, name: str) -> object:
+        method = getattr(self.comm, name)
+
+        def call(*args: object) -> object:
+            buf = args[1] if args and args[0] is MPI.IN_PLACE else (args[0] if args else None)
+            self.calls.append((name, getattr(buf, "nbytes", None), self.owner._calls))
+            return method(*args)
+
+        return call
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_checked_call_costs_one_small_all_reduce_on_the_schedule() -> None:
+    comm = fresh()
+    shadow = CountedComm(comm.mpi_comm.Dup(), comm)
+    comm._shadow = shadow  # type: ignore[assignment]
+    x, out = numpy.ones(3, numpy.float32), numpy.zeros(3 * SIZE, numpy.float32)
+    for i in range(70):  # the fast paths and the general paths, several kinds of call
+        if i % 3 == 0:
+            comm.all_gather(x, out)
+        elif i % 3 == 1:
+            comm.all_reduce(x, ReduceOp.MAX, async_op=True).wait()
+        else:
+            comm.all_reduce(x)
+    # one MPI_Allreduce of 16 bytes (the digest) per checked call, nothing else
+    assert shadow.calls == [("Allreduce", 16, n) for n in (1, 2, 4, 8, 16, 32, 64)]
+    shadow.calls.clear()
+    for _ in range(127 - 70):
+        comm.barrier()  # calls 71..127: none checked
+    assert shadow.calls == []
+    bad = numpy.ones(2 + (RANK == 0), numpy.float32)
+    raises_everywhere(lambda: comm.all_reduce(bad), "[call 128 on this group]")
+    # the digests differ: then, and only then, the ranks all-gather their rows
+    assert [c[0] for c in shadow.calls] == ["Allreduce", "Allgather"]
+
+
+@pytest.mark.mpi(min_size=2)
+def test_all_to_all_v_counts_that_do_not_pair_up_are_caught_past_the_digest() -> None:
+    comm = fresh()  # the digests agree (counts differ between ranks by design): then the counts
+    send_counts, recv_counts = [1] * SIZE, [1] * SIZE
+    if RANK == 0:
+        send_counts[1] = 2  # rank 1 expects 1 from rank 0
+    send, recv = numpy.zeros(sum(send_counts)), numpy.zeros(sum(recv_counts))
+    with pytest.raises(CollectiveMismatchError, match="rank 0 sends 2 element"):
+        comm.all_to_all_v(send, send_counts, recv, recv_counts)

@@ -4,20 +4,28 @@
   :class:`~.mode.DebugMPICommunicator`: the fast paths are off and each call costs one small
   all-gather.
 - ``sampled`` (the default): the calls of a fixed schedule, which every rank computes alike
-  from the call's number on its group (:func:`next_checked`): every one of the first
-  :data:`FIRST` calls on each group, then the powers of two and every :data:`PERIOD`-th call.
-  A checked call is debug mode's, with its errors (:class:`~.mode.CollectiveMismatchError` on
-  every rank, naming the ranks, their arguments and what differs); the others take the fast
-  paths, which count them (one decrement per call).
+  from the call's number on its group (:func:`next_checked`): the first call on each group,
+  then the calls numbered by powers of two (2, 4, 8, ... :data:`PERIOD`), then every
+  :data:`PERIOD`-th call. A group's first 300 calls have 9 checked, its first 100,000 have
+  36. A checked call costs one MPI_Allreduce of 16 bytes: each rank sends ``[h, -h]``, ``h``
+  a 63-bit digest of its arguments (:func:`~.mode.digest_of` of debug mode's fingerprint row
+  and the call's number), with MPI_MIN, and the ranks agree when ``min h == max h``. Only when
+  the digests differ do the ranks all-gather their rows, for debug mode's error
+  (:class:`~.mode.CollectiveMismatchError` on every rank, naming the ranks, their arguments
+  and what differs). ``all_to_all_v`` exchanges its counts too (they differ by design). The
+  other calls take the fast paths, which count them (one decrement per call).
 - ``off``: none; the plain :class:`~.mpi.MPICommunicator`.
 
-A mismatch in a call that the schedule skips is not caught (within the first :data:`FIRST`
-calls on a group, none is skipped). A call is never checked because its (operation, shape,
-dtype) is new to a rank: the ranks whose arguments differ could not agree on that.
+A mismatch in a call that the schedule skips is not caught (a mismatch in a group's first call
+always is). A call is never checked because its (operation, shape, dtype) is new to a rank: the
+ranks whose arguments differ could not agree on that.
 
 Examples:
-    >>> [n for n in range(1, 5000) if n > FIRST and next_checked(n - 1) == n][:6]
-    [512, 1024, 2048, 4096]
+    >>> checked = [1]
+    >>> while checked[-1] < 20_000:
+    ...     checked.append(next_checked(checked[-1]))
+    >>> checked[:6], checked[-4:]
+    ([1, 2, 4, 8, 16, 32], [8192, 12288, 16384, 20480])
     >>> check_mode({"MPIFLOW_CHECK": "all"}), check_mode({}), check_mode({"MPIFLOW_DEBUG": "1"})
     ('all', 'sampled', 'all')
 """
@@ -36,8 +44,8 @@ from .mode import FINGERPRINT_SPECS, DebugMPICommunicator, enabled, name_method
 
 __all__ = ["FIRST", "MODES", "PERIOD", "SampledMPICommunicator", "check_mode", "next_checked"]
 
-FIRST = 256  # every call of the first FIRST on a group is checked
-PERIOD = 4096  # then every PERIOD-th call, and the powers of two below it
+FIRST = 1  # the first call on a group is checked (then the powers of two)
+PERIOD = 4096  # then every PERIOD-th call, after the powers of two up to it
 MODES = ("off", "sampled", "all")
 
 
@@ -54,14 +62,13 @@ def check_mode(environ: Mapping[str, str] | None = None) -> str:
 
 
 def next_checked(n: int) -> int:
-    """The number of the next checked call on a group after the checked call ``n`` (1-based).
+    """The number of the next checked call on a group after the checked call ``n`` (1-based):
+    the next power of two up to :data:`PERIOD`, then the next multiple of it.
 
     Examples:
-        >>> next_checked(3), next_checked(256), next_checked(512), next_checked(5000)
-        (4, 512, 1024, 8192)
+        >>> next_checked(1), next_checked(3), next_checked(256), next_checked(5000)
+        (2, 4, 512, 8192)
     """
-    if n < FIRST:
-        return n + 1
     if n < PERIOD:
         return 1 << n.bit_length()
     return (n // PERIOD + 1) * PERIOD
@@ -83,6 +90,7 @@ class SampledMPICommunicator(DebugMPICommunicator):
 
     checks_every_call = False
     checked_by = "the sampled check (MPIFLOW_CHECK=sampled, the default)"
+    digests = True  # one 16-byte all-reduce per checked call; the rows only on a mismatch
 
     def __init__(self, comm: MPI.Comm | None = None) -> None:
         super().__init__(comm)
