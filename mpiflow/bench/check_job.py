@@ -15,7 +15,6 @@ torch is imported only when it runs (:func:`torch_missing` says why it cannot).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from mpi4py import MPI
 
 from ..communication.mpi.group import world_comm
+from ..core import settings
 
 __all__ = ["STEPS", "short_job", "torch_missing"]
 
@@ -45,15 +45,8 @@ def _group(dist: Any, mode: str) -> Any:
     """A new group of every rank on "mpiflow" whose checks ``MPIFLOW_CHECK=mode`` asks for."""
     from ..communication.debug.sampled import SampledMPICommunicator
 
-    old = os.environ.get("MPIFLOW_CHECK")
-    os.environ["MPIFLOW_CHECK"] = mode  # read when the group's communicator is made
-    try:
+    with settings.scoped("MPIFLOW_CHECK", mode):  # read when the group's communicator is made
         group = dist.new_group(backend="mpiflow")
-    finally:
-        if old is None:
-            del os.environ["MPIFLOW_CHECK"]
-        else:
-            os.environ["MPIFLOW_CHECK"] = old
     backend = group if hasattr(group, "communicator") else group._get_backend(_cpu())
     sampled = isinstance(backend.communicator, SampledMPICommunicator)
     if sampled != (mode == "sampled"):
