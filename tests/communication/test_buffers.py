@@ -65,3 +65,19 @@ def test_a_recv_into_a_read_only_array_takes_the_message_then_raises() -> None:
         dist.recv(second, src=0, tag=3)
         assert second.tolist() == [2.0] * 3  # not the first message, left pending
     assert_in_step()
+
+
+@pytest.mark.parametrize("at_call", [1, 3])
+def test_a_read_only_output_keeps_the_check_schedule_in_step(at_call: int) -> None:
+    # Call 3 on a new group is one the sampled schedule skips: the rank whose output is
+    # read-only must count it as the others do, or their next checked calls (4, 8) part ways.
+    group = dist.new_group(list(range(SIZE)))
+    for call in range(1, 9):
+        x = numpy.full(2, float(RANK + 1))
+        if call == at_call and RANK == LAST:
+            x.flags.writeable = False
+            with pytest.raises(ValueError, match=COMPLETED):
+                dist.all_reduce(x, group=group)
+        else:
+            dist.all_reduce(x, group=group)
+            assert x.tolist() == [SIZE * (SIZE + 1) / 2] * 2

@@ -133,10 +133,13 @@ def _sampled(name: str) -> Callable[..., Any]:
         left = due[0]
         if left > 1 or self.size == 1:
             # looked up at call time, so that count_collectives' wrappers count it
-            out = getattr(MPICommunicator, name)(self, *args, **kwargs)
-            if due[0] == left:  # no fast path counted it
-                due[0] = left - 1
-            return out
+            try:
+                return getattr(MPICommunicator, name)(self, *args, **kwargs)
+            finally:
+                # Counted even when it raised: a call that completed into scratch and then
+                # raised (a read-only output) was one the other ranks ran and counted too.
+                if due[0] == left:  # no fast path (nor failed()) counted it
+                    due[0] = left - 1
         self._calls = self._next_check - 1  # the error names the call's number on the group
         self._checking = True
         try:
