@@ -28,6 +28,7 @@ def _run(name: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
 
 
 @pytest.mark.mpi
+@pytest.mark.node_layout
 def test_hello_reports_the_ranks_and_the_collectives_results(
         capsys: pytest.CaptureFixture[str]) -> None:
     lines = _run("hello.py", capsys)
