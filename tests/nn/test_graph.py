@@ -9,6 +9,7 @@ from numpy.testing import assert_array_equal
 import mpiflow as flow
 import mpiflow.nn as nn
 from mpiflow.nn.graph import GraphModule, trace_function
+from mpiflow.nn.graph.plan import Plan
 from mpiflow.tensors.trace import DataDependentError
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
@@ -256,16 +257,16 @@ def _checkpointed(on: bool) -> tuple[TrainGraph, _Counted]:
     return graph, block
 
 
-def _kept_for_backward(plan: object) -> list[tuple[int, ...]]:
+def _kept_for_backward(plan: Plan) -> list[tuple[int, ...]]:
     """The shapes of the slots a plan makes before its backward and still holds when the
     backward starts: the activations kept for it."""
-    steps, release, start = plan.steps, plan.release, plan.backward_at  # type: ignore[attr-defined]
+    steps, release, start = plan.steps, plan.release, plan.backward_at
     made: dict[int, int] = {}
     for index, (_, _args, out, _opaque) in enumerate(steps):
         for slot in out if isinstance(out, tuple) else (out,):
             made.setdefault(slot, index)
     freed = {slot: index for index, slots in enumerate(release) for slot in slots}
-    return [tuple(plan.meta[s][2]) for s, index in made.items()  # type: ignore[attr-defined]
+    return [tuple(plan.meta[s][2]) for s, index in made.items()
             if s >= 0 and index < start and freed.get(s, len(steps)) >= start]
 
 
