@@ -35,6 +35,10 @@ def _seeded() -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    # scripts/test --mpi mpich --nodes 2 runs these (-m node_layout) in a simulated 2-node job
+    config.addinivalue_line("markers", "node_layout: an mpi test whose answer depends on how "
+                            "the ranks lie on nodes (local rank, node count, the all-reduce's "
+                            "pieces); it asserts the layout's truth at any node count")
     if RANK > 0:
         reporter = config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:

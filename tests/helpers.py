@@ -64,3 +64,18 @@ def run_job(ranks: int, code: str, timeout: float = 60, env: dict[str, str] | No
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
     return Job(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+def shared_memory_nodes() -> tuple[int, int]:
+    """``(nodes, ranks on this node)`` as MPI's shared-memory split of the world finds them
+    (collective): what the node-layout tests hold mpiflow's own answers against. A simulated
+    2-node job (scripts/test --nodes 2) gives 2 nodes on one host."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    shared = world.Split_type(MPI.COMM_TYPE_SHARED, key=world.Get_rank())
+    try:
+        nodes = world.allreduce(int(shared.Get_rank() == 0))
+        return nodes, shared.Get_size()
+    finally:
+        shared.Free()

@@ -15,13 +15,21 @@ from typing import Any
 
 import numpy
 import pytest
+from helpers import shared_memory_nodes
 from mpi4py import MPI
 from numpy.testing import assert_array_equal
 
 import mpiflow.distributed as dist
 from mpiflow.communication import MPICommunicator, ReduceOp, fast
-from mpiflow.communication.form import out_of_place_from, pieces, set_form, set_pieces
+from mpiflow.communication.form import (
+    library_version,
+    out_of_place_from,
+    pieces,
+    set_form,
+    set_pieces,
+)
 from mpiflow.communication.mpi.group import world_comm
+from mpiflow.core import all_reduce_form as table
 
 pytestmark = pytest.mark.mpi
 
@@ -213,6 +221,22 @@ def test_general_path_in_pieces(comm, form):
     started = data[RANK].copy()
     comm.all_reduce(started, async_op=True).wait()  # non-blocking: one call
     numpy.testing.assert_allclose(started, data.sum(axis=0), rtol=1e-12)
+
+
+@pytest.mark.node_layout
+def test_auto_pieces_are_the_tables_on_one_node_and_one_call_across_nodes():
+    # The table's pieces were measured on one node; across nodes, one call. An explicit size
+    # applies on any number of nodes.
+    nodes, _ = shared_memory_nodes()
+    set_pieces("auto")
+    one_node = table.pieces(library_version(), {}, "auto", nodes=1)
+    assert pieces() == (None if nodes > 1 else one_node)
+    set_pieces(PIECE)
+    assert pieces() == (PIECE, PIECE)
+    data = rows(LARGE, salt=17)
+    got = data[RANK].copy()
+    dist.all_reduce(got)
+    assert_array_equal(got, raw_in_pieces(data[RANK]))
 
 
 def test_ranks_on_different_paths_cut_the_same_pieces():

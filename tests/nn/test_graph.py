@@ -9,6 +9,7 @@ from numpy.testing import assert_array_equal
 import mpiflow as flow
 import mpiflow.nn as nn
 from mpiflow.nn.graph import GraphModule, trace_function
+from mpiflow.nn.graph.plan import Plan
 from mpiflow.tensors.trace import DataDependentError
 
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
@@ -231,6 +232,71 @@ def test_activation_checkpointing_gives_the_same_bits() -> None:
     for _ in range(3):
         assert_array_equal(graph(x, y).numpy(), _eager(m1, o1, x, y).numpy())
         _same(m1, m2)
+
+
+class _Counted(nn.Module):
+    """A block whose forward notes, per call, whether autograd was recording (a recomputation
+    runs in backward with it on; the checkpointed forward runs without)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 64), nn.Linear(64, 4)
+        self.calls: list[bool] = []
+
+    def forward(self, x: flow.Tensor) -> flow.Tensor:
+        self.calls.append(flow.is_grad_enabled())
+        return self.b(flow.relu(self.a(x)))
+
+
+def _checkpointed(on: bool) -> tuple[TrainGraph, _Counted]:
+    flow.manual_seed(0)
+    block = _Counted()
+    m = nn.Sequential(block, nn.Linear(4, 2))
+    graph = TrainGraph(m, flow.optim.SGD(m.parameters(), lr=0.1))
+    graph.m[0].to(GraphModule).activation_checkpointing = on
+    return graph, block
+
+
+def _kept_for_backward(plan: Plan) -> list[tuple[int, ...]]:
+    """The shapes of the slots a plan makes before its backward and still holds when the
+    backward starts: the activations kept for it."""
+    steps, release, start = plan.steps, plan.release, plan.backward_at
+    made: dict[int, int] = {}
+    for index, (_, _args, out, _opaque) in enumerate(steps):
+        for slot in out if isinstance(out, tuple) else (out,):
+            made.setdefault(slot, index)
+    freed = {slot: index for index, slots in enumerate(release) for slot in slots}
+    return [tuple(plan.meta[s][2]) for s, index in made.items()
+            if s >= 0 and index < start and freed.get(s, len(steps)) >= start]
+
+
+@pytest.mark.timeout(60)
+def test_activation_checkpointing_recomputes_in_backward() -> None:
+    x, y = _data(8)
+    graph, block = _checkpointed(True)
+    graph(x, y)  # traced: the forward without autograd, then its recomputation in backward
+    assert block.calls == [False, True]
+    graph(x, y)  # replayed: the forward's kernels from the plan, the recomputation again
+    graph(x, y)
+    assert block.calls == [False, True, True, True]
+    plain, counted = _checkpointed(False)
+    plain(x, y), plain(x, y)
+    assert counted.calls == [True]  # the control: once, traced, never recomputed
+
+
+@pytest.mark.timeout(60)
+def test_activation_checkpointing_keeps_no_activation_of_the_block() -> None:
+    # The block's hidden layer (64 wide) is what checkpointing drops: its two activations
+    # (before and after the ReLU) are kept for backward without it, and none is with it.
+    x, y = _data(8)
+    kept = {}
+    for on in (False, True):
+        graph, _ = _checkpointed(on)
+        graph(x, y)
+        kept[on] = _kept_for_backward(graph.plans[0])
+    assert kept[False].count((8, 64)) == 2, kept[False]
+    assert (8, 64) not in kept[True], kept[True]
+    assert len(kept[True]) == len(kept[False]) - 2
 
 
 def test_trace_function_replays_with_new_inputs_and_state() -> None:

@@ -92,6 +92,23 @@ def test_buckets_become_few_collectives() -> None:
     assert counts["all_reduce"] == 1  # 20 parameters, 2880 bytes: one bucket
 
 
+def test_buckets_are_all_reduced_while_backward_runs() -> None:
+    # One parameter per bucket: 6 buckets, the first layer's last. The input's gradient is
+    # the last one backward computes; by then the buckets of the layers behind it (at least
+    # the last two layers' 4) have started their all-reduce. Only the last bucket waits for
+    # the end of backward.
+    net = nn.Sequential(*[nn.Linear(8, 8) for _ in range(3)])
+    m = ddp(net, bucket_size=1)
+    x = flow.randn(4, 8).requires_grad_()
+    started_before_the_end = []
+    with count_collectives() as counts:
+        x.register_hook(lambda grad: started_before_the_end.append(counts["all_reduce"]))
+        m(x).sum().backward()
+    assert len(started_before_the_end) == 1
+    assert started_before_the_end[0] >= 4, started_before_the_end
+    assert counts["all_reduce"] == 6
+
+
 def full_batch_reference(steps: int) -> numpy.ndarray:
     flow.manual_seed(7)
     net = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 1))

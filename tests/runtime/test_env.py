@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import MPIEXEC, run_job
+from helpers import MPIEXEC, run_job, shared_memory_nodes
 from mpi4py import MPI
 
 import mpiflow as flow
 import mpiflow.distributed as dist
+from mpiflow.core.launcher_env import launcher_values
 from mpiflow.runtime import launcher_size
 
 
@@ -20,6 +21,7 @@ def test_rank_and_size_match_mpi() -> None:
 
 
 @pytest.mark.mpi
+@pytest.mark.node_layout
 def test_local_ranks_number_the_processes_of_each_node() -> None:
     """A node is what MPI finds sharing memory, not a host name: a simulated multi-node job
     (scripts/test's 2-node step: MPICH ``-hosts localhost,127.0.0.1 -launcher fork``) runs
@@ -44,6 +46,27 @@ def test_local_ranks_number_the_processes_of_each_node() -> None:
     if ppn:
         assert [e[1:4] for e in everyone] == [
             (r % ppn, min(ppn, size - r // ppn * ppn), r // ppn) for r in range(size)]
+
+
+@pytest.mark.mpi
+@pytest.mark.node_layout
+def test_torchruns_variables_are_the_node_layout() -> None:
+    """torchrun's variables, set at import for programs that read them, say what MPI's
+    shared-memory view says: the node count, this rank's place on its node and its node's."""
+    if flow.env.get_world_size() == 1 and launcher_values(os.environ) is None:
+        pytest.skip("a process started without a launcher gets no torchrun variables")
+    nodes, on_node = shared_memory_nodes()
+    rank, size = flow.env.get_rank(), flow.env.get_world_size()
+    env = {k: int(os.environ[k]) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK",
+                                           "LOCAL_WORLD_SIZE", "GROUP_RANK")}
+    assert (env["RANK"], env["WORLD_SIZE"]) == (rank, size)
+    assert env["LOCAL_WORLD_SIZE"] == on_node == flow.env.get_local_world_size()
+    assert env["LOCAL_RANK"] == flow.env.get_local_rank() < on_node
+    assert env["GROUP_RANK"] == flow.env.get_node_rank() < nodes == flow.env.get_node_size()
+    everyone: list = [None] * size
+    dist.all_gather_object(everyone, (env["GROUP_RANK"], env["LOCAL_RANK"]))
+    assert len(set(everyone)) == size  # (node, local rank) names each rank once
+    assert {node for node, _ in everyone} == set(range(nodes))
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import MPIEXEC, run_job
+from helpers import MPIEXEC, run_job, shared_memory_nodes
 from mpi4py import MPI
 
 from mpiflow.info import collect, cuda_aware_mpi, format_report
@@ -22,6 +22,27 @@ def test_report_names_everything_the_issue_asks_for() -> None:
                     info["linalg kernels"])
     text = format_report(info)
     assert text.splitlines()[0].startswith("mpiflow")
+
+
+@pytest.mark.mpi
+@pytest.mark.node_layout
+def test_report_gives_the_jobs_node_layout() -> None:
+    """What ``info`` reports in the running job: its size, node count and ranks per node as
+    MPI's shared-memory view finds them, and the all-reduce's pieces rule for that count."""
+    from mpiflow.communication.form import set_pieces
+
+    nodes, on_node = shared_memory_nodes()
+    set_pieces("auto")  # the rule itself, whatever MPIFLOW_ALLREDUCE_PIECES says
+    try:
+        info = collect()
+    finally:
+        set_pieces(None)
+    assert info["world size"] == str(MPI.COMM_WORLD.Get_size())
+    assert (info["nodes"], info["ranks on this node"]) == (str(nodes), str(on_node))
+    spans = f"auto: the job spans {nodes} nodes, and the table is for one"
+    assert (spans in info["all-reduce form"]) == (nodes > 1), info["all-reduce form"]
+    if nodes > 1:
+        assert f"in one call at every size ({spans})" in info["all-reduce form"]
 
 
 @pytest.mark.parametrize(

@@ -198,3 +198,46 @@ def test_overlap_mode_ddp_and_futures_completed_by_the_progress_thread(monkeypat
         for p, want in zip(model.parameters(), full_batch_grads(2)):
             torch.testing.assert_close(p.grad, want, rtol=1e-5, atol=1e-6)
     dist.destroy_process_group(group)
+
+
+@pytest.mark.parametrize("overlap", ["1", "0"])
+def test_ddp_buckets_start_their_all_reduce_while_backward_runs(monkeypatch, overlap) -> None:
+    # Buckets of about 100 bytes: one per layer (weight and bias), the first layer's last.
+    # The input's gradient is the last one backward computes: by then DDP has handed the
+    # buckets of the two later layers to the group. In overlap mode each started a
+    # non-blocking MPI all-reduce (MPICommunicator.all_reduce returned its pending work);
+    # otherwise each completed inside the call (the fast paths are paused by the counting,
+    # so every all-reduce goes through the communicator's method).
+    from mpiflow.communication import count_collectives
+    from mpiflow.communication.mpi.communicator import MPICommunicator
+
+    monkeypatch.setenv("MPIFLOW_TORCH_OVERLAP", overlap)
+    group = dist.new_group(backend="mpiflow")  # reads the switch when it is made
+    model = DDP(make_model(), process_group=group, bucket_cap_mb=0.0001)
+    local_step(model, 0)  # DDP sizes its buckets by bucket_cap_mb from the second step on
+    x, y = batch(1)
+    x = mine(x).requires_grad_()
+    pending: list[bool] = []
+    at_last_gradient: list[list[bool]] = []
+    x.register_hook(lambda grad: at_last_gradient.append(list(pending)))
+    with count_collectives():
+        original = MPICommunicator.all_reduce
+
+        def noting(self, *args, **kwargs):
+            work = original(self, *args, **kwargs)
+            pending.append(work is not None)
+            return work
+
+        monkeypatch.setattr(MPICommunicator, "all_reduce", noting)
+        try:
+            nn.functional.mse_loss(model(x), mine(y)).backward()
+        finally:
+            monkeypatch.undo()  # before the counting puts the class's own method back
+    dist.destroy_process_group(group)
+    assert len(at_last_gradient) == 1
+    started = at_last_gradient[0]
+    assert len(started) == 2, started
+    assert all(started) if overlap == "1" else not any(started), started
+    assert len(pending) == 3
+    for p, want in zip(model.parameters(), full_batch_grads(2)):
+        torch.testing.assert_close(p.grad, want, rtol=1e-5, atol=1e-6)
