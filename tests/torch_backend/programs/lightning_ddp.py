@@ -64,6 +64,10 @@ def main(out: str, backend: str) -> None:
         with open(os.path.join(out, "result.json"), "w") as f:
             json.dump({"first": saved, "resumed": resumed.layer.weight.flatten().tolist(),
                        "epoch": second.current_epoch, "metrics": metrics}, f)
+    # Lightning leaves the group to the interpreter's exit, where gloo's threads sometimes
+    # abort ("terminate called without an active exception", exit -6): end it here.
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
