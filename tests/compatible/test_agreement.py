@@ -3,8 +3,6 @@ ranks feeding a job different values raise on every rank, on MPIFLOW_CHECK's sch
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy
 import pytest
 
@@ -16,13 +14,6 @@ tp = flow.typing
 RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 N = 3 * SIZE + 1
 
-
-@pytest.fixture(autouse=True)
-def fresh_session() -> Iterator[None]:
-    flow.clear_default_session()
-    yield
-    flow.enable_eager_execution(False)
-    flow.clear_default_session()
 
 
 def predict_job() -> flow.function.Job:

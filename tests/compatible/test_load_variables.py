@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -17,12 +16,6 @@ import mpiflow.compatible.single_client as flow
 tp = flow.typing
 RANK = flow.env.get_rank()
 
-
-@pytest.fixture(autouse=True)
-def fresh_session() -> Iterator[None]:
-    flow.clear_default_session()
-    yield
-    flow.clear_default_session()
 
 
 def predict_job() -> Any:

@@ -4,7 +4,6 @@ every run, eager and replayed, at 1-4 ranks (the consistent view splits the batc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -19,13 +18,6 @@ SIZE = flow.env.get_world_size()
 N, C = 3 * SIZE + 1, 6
 RATE = 0.5
 
-
-@pytest.fixture(autouse=True)
-def fresh_session() -> Iterator[None]:
-    flow.clear_default_session()
-    yield
-    flow.enable_eager_execution(False)
-    flow.clear_default_session()
 
 
 def dropout_job(**options: Any) -> Any:

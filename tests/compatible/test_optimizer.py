@@ -3,7 +3,6 @@ clipping by the global norm and the static loss scale, eager and in replays, at 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -17,13 +16,6 @@ SIZE = flow.env.get_world_size()
 N = 3 * SIZE + 1
 LR = 0.1
 
-
-@pytest.fixture(autouse=True)
-def fresh_session() -> Iterator[None]:
-    flow.clear_default_session()
-    yield
-    flow.enable_eager_execution(False)
-    flow.clear_default_session()
 
 
 def fit_job(**options: Any) -> Any:

@@ -8,7 +8,6 @@ rows is split unevenly over the ranks and every result must equal the one-proces
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -24,12 +23,6 @@ RANK, SIZE = flow.env.get_rank(), flow.env.get_world_size()
 N = 3 * SIZE + 1
 ROWS = 2  # per rank, in the mirrored view
 
-
-@pytest.fixture(autouse=True)
-def fresh_session() -> Iterator[None]:
-    flow.clear_default_session()
-    yield
-    flow.clear_default_session()
 
 
 def regression_data(rows: int) -> tuple[numpy.ndarray, numpy.ndarray]:

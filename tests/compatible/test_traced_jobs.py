@@ -10,7 +10,7 @@ during the run, dropout, predict jobs, and a body with data-dependent control fl
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy
@@ -27,13 +27,6 @@ N = 3 * SIZE + 1
 ROWS = 2  # per rank, in the mirrored view
 STEPS = 5
 
-
-@pytest.fixture(autouse=True)
-def fresh_session() -> Iterator[None]:
-    flow.clear_default_session()
-    yield
-    flow.enable_eager_execution(False)
-    flow.clear_default_session()
 
 
 def data(rows: int, seed: int = 3) -> tuple[numpy.ndarray, numpy.ndarray]:
