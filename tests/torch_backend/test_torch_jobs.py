@@ -86,7 +86,7 @@ def test_mpi_backend_switched_off_is_torchs_error_again() -> None:
         try:
             dist.init_process_group("mpi")
         except RuntimeError as exc:
-            print("refused:", exc, flush=True)
+            print(f"refused: {exc}", flush=True)  # one write: the ranks share stdout
     """, MPIFLOW_TORCH_MPI="0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("refused: Distributed package doesn't have MPI built in") == 2
