@@ -551,6 +551,32 @@ def test_without_debug_mode_a_caught_bad_argument_on_one_rank_never_takes_stale_
             "(ranks 0..2) before taking part") in err
 
 
+def test_a_late_ranks_skip_is_named_even_when_its_notice_came_after_the_others_waited(
+        ) -> None:
+    # Rank 2 runs a second behind: ranks 0 and 1 finish the broadcast without it and wait in
+    # the all-reduce before its notice arrives. Their watchdog must still name the skip (it
+    # reported a bare timeout once, when CI's load made rank 2 late).
+    result = job(3, """
+        import time, numpy, mpiflow.distributed as dist
+        rank = dist.get_rank()
+        x = numpy.full(4, 1.0 + rank)
+        if rank == 2:
+            time.sleep(1.0)
+        try:
+            dist.broadcast(x, src=7 if rank == 2 else 0)
+        except ValueError:
+            pass
+        try:
+            dist.broadcast(x, src=0)
+        except RuntimeError:
+            pass
+        dist.all_reduce(x)
+    """, MPIFLOW_TIMEOUT="3")
+    assert result.returncode != 0, result.stderr
+    assert "the ranks are out of step on this group:" in result.stderr, result.stderr
+    assert "rank 2: its broadcast raised ValueError: src=7" in result.stderr, result.stderr
+
+
 def test_without_debug_mode_a_bad_argument_on_every_rank_keeps_the_ranks_in_step() -> None:
     result = job(3, _CAUGHT.format(call="dist.broadcast(x, src=7)"))
     assert result.returncode == 0, result.stderr

@@ -266,7 +266,9 @@ class Watchdog:
         if _skips and waited >= grace and self._skipped_by(now, grace):
             return "skipped"  # says more than a timeout would
         if waited >= self.timeout:
-            return "timeout"
+            # A member that announced a skip explains the wait even when its notice came
+            # late (it ran behind the others): name it rather than a bare timeout.
+            return "skipped" if _skips and self._skipped_by(now, 0.0) else "timeout"
         if self.exited and waited >= grace and self._waits_on_exited(now, grace):
             return "exited"
         return None
