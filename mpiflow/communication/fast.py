@@ -49,18 +49,24 @@ from mpi4py import MPI
 
 from ..core.message_size import MessageSizeError
 from ..core.reduce_op import ReduceOp
-from .fast_all_reduce import DECLINED, all_reduce_at_path, all_reduce_path
+from .fast_all_reduce import DECLINED, Limits, all_reduce_at_path, all_reduce_path
 from .form import Scratch, on_change, out_of_place_from, pieces
 from .watchdog import monitor as watchdog
 from .watchdog.failure import collective_failed
 from .watchdog.report import describe_group
 from .watchdog.skew import Skipped, resync
-from .watchdog.state import mark_call
+from .watchdog.state import STATE, mark_call
 
-__all__ = ["FastPaths", "InUse", "concurrent_use", "never", "pause", "paused", "resume"]
+__all__ = ["UNCHECKED", "FastPaths", "InUse", "concurrent_use", "never", "pause", "paused",
+           "resume"]
 
 _ndarray = numpy.ndarray
 _DECLINED = DECLINED
+
+#: The calls a communicator that never checks counts down before its general path sees one
+#: and counts again (``MPICommunicator.run``): under 2**30, an int of one machine digit, which
+#: a fast path decrements in a third of the time a larger one takes (20 ns of a call's 500).
+UNCHECKED = (1 << 30) - 1
 
 
 class InUse:
@@ -94,7 +100,7 @@ def _threads_inside(mpi_comm: Any, me: int) -> list[int]:
         frame: Any = top
         while frame is not None and ident != me:
             owner = _owner(frame)
-            if (owner is not None and owner.comm is mpi_comm) or \
+            if (owner is not None and owner[0].comm is mpi_comm) or \
                     getattr(frame.f_locals.get("self"), "mpi_comm", None) is mpi_comm:
                 found.append(ident)
                 break
@@ -154,8 +160,8 @@ class FastPaths:
     """
 
     __slots__ = ("__weakref__", "all_gather", "all_reduce", "all_reduce_at", "all_to_all",
-                 "broadcast", "comm", "in_use", "paths", "recv", "reduce_scatter", "remake",
-                 "scratch", "send", "size")
+                 "broadcast", "comm", "due", "in_use", "limits", "native", "paths", "recv",
+                 "reduce_scatter", "remake", "scratch", "send", "size")
 
     def __init__(self, comm: MPI.Comm, native: dict[ReduceOp, dict[Any, MPI.Op]],
                  due: list[int] | None = None) -> None:
@@ -163,7 +169,10 @@ class FastPaths:
         # due[0]: the calls left until the next collective whose arguments the ranks compare
         # (MPIFLOW_CHECK=sampled, .debug.sampled); a collective path declines the due one, so
         # that the general path checks it, and counts every other one it runs.
-        due = [1 << 62] if due is None else due
+        due = [UNCHECKED] if due is None else due
+        # Counting ``due`` down is also the watchdog's mark of the paths that count it
+        # (_due_counts): a mark would cost as much again.
+        self.due, self.native = due, native
         self.size = size
         self.comm: Any = comm  # for the watchdog's report (_blocked_call) and the errors
         # The communicator's in-use mark (see the module's docstring); the general path and
@@ -193,7 +202,6 @@ class FastPaths:
                     concurrent_use(in_use, comm, "all_gather")
                 try:
                     in_use.owner = True
-                    mark()
                     allgather(send, recv)
                 except _DECLINED:
                     due[0] += 1
@@ -224,7 +232,6 @@ class FastPaths:
                         concurrent_use(in_use, comm, "reduce_scatter")
                     try:
                         in_use.owner = True
-                        mark()
                         reduce_scatter_block(send, recv, mpi_op)
                     except _DECLINED:
                         due[0] += 1
@@ -246,7 +253,6 @@ class FastPaths:
                     concurrent_use(in_use, comm, "broadcast")
                 try:
                     in_use.owner = True
-                    mark()
                     bcast(buf, root)
                 except _DECLINED:
                     due[0] += 1
@@ -276,7 +282,6 @@ class FastPaths:
                     concurrent_use(in_use, comm, "all_to_all")
                 try:
                     in_use.owner = True
-                    mark()
                     alltoall(send, recv)
                 except _DECLINED:
                     due[0] += 1
@@ -326,18 +331,21 @@ class FastPaths:
         self.recv: Callable[[Any, int, int], bool] = recv
         self.scratch = scratch = Scratch()
 
+        # The form in force (.form), changed on form.set_form() and form.set_pieces(): the
+        # all-reduce path reads it per call (the public face's function stays one function,
+        # public_all_reduce); the path of an address is remade with it.
+        self.limits = limits = Limits(out_of_place_from(), pieces())
+
         def make_all_reduce() -> None:
-            # The form in force (.form): the plain in-place paths when it is one in-place call
-            # at every size; remade on form.set_form() and form.set_pieces().
             oop_from, in_pieces = out_of_place_from(), pieces()
-            self.paths["all_reduce"] = all_reduce_path(comm, native, due, in_use, mark, allreduce,
-                                                       in_place, oop_from, in_pieces, scratch,
-                                                       concurrent_use)
-            self.paths["all_reduce_at"] = all_reduce_at_path(comm, in_use, mark, allreduce,
+            limits.set(oop_from, in_pieces)
+            self.paths["all_reduce_at"] = all_reduce_at_path(comm, in_use, allreduce,
                                                              in_place, due, oop_from, in_pieces,
                                                              scratch, concurrent_use)
 
         self.paths = {name: getattr(self, name) for name in _PATHS if name not in _FORMED}
+        self.paths["all_reduce"] = all_reduce_path(comm, native, due, in_use, allreduce,
+                                                   in_place, limits, scratch, concurrent_use)
         make_all_reduce()
         self.all_reduce: Callable[[Any, ReduceOp], bool] = self.paths["all_reduce"]
         self.all_reduce_at: Callable[[int, int, Any, Any], bool] = self.paths["all_reduce_at"]
@@ -352,16 +360,47 @@ class FastPaths:
         self = cls.__new__(cls)
         self.size, self.paths, self.comm = 0, dict.fromkeys(_PATHS, never), None
         self.in_use, self.scratch, self.remake = InUse(), Scratch(), _nothing
+        self.due, self.native, self.limits = [UNCHECKED], {}, Limits(None, None)
+        self.limits.off = True
         self.set_all(never)
         return self
 
     def set_all(self, path: Callable[..., bool] | None) -> None:
         """Make every fast path ``path`` (:func:`never`: all off), or None: its own again.
 
-        :func:`pause` and :func:`resume` call it on every live FastPaths.
+        :func:`pause` and :func:`resume` call it on every live FastPaths; the public
+        all-reduce (:meth:`public_all_reduce`) declines every call while they are off.
         """
         for name in _PATHS:
             setattr(self, name, self.paths[name] if path is None else path)
+        if self.size:  # not disabled(): those stay off
+            self.limits.off = path is not None
+
+    def public_all_reduce(self, general: Callable[..., Any], switch: Any,
+                          op: ReduceOp) -> Callable[..., Any]:
+        """``mpiflow.distributed.all_reduce`` for this group: the all-reduce fast path with
+        the public signature, returning None for a call it ran and ``general(tensor, op,
+        group, async_op)`` for any other (one Python frame for the common call: the fast
+        path costs about 0.3 us a call where a wrapper around it cost 0.1 us more).
+
+        Args:
+            general: the public function's general path.
+            switch: read as ``switch.on`` per call: on, every call takes ``general`` (the
+                deterministic reductions, :mod:`mpiflow.core.deterministic`).
+            op: the default reduction.
+        """
+        if not self.size:  # disabled(): every call is checked
+            def all_reduce(tensor: Any, op: Any = op, group: Any = None,
+                           async_op: bool = False) -> Any:
+                return general(tensor, op, group, async_op)
+
+            return all_reduce
+        path = all_reduce_path(self.comm, self.native, self.due, self.in_use,
+                               self.comm.Allreduce, MPI.IN_PLACE, self.limits, self.scratch,
+                               concurrent_use, ran=None, otherwise=general, switch=switch,
+                               default_op=op)
+        self.paths[_PUBLIC] = path  # for the watchdog's report (_owner)
+        return path
 
 
 def _nothing() -> None:
@@ -371,6 +410,7 @@ def _nothing() -> None:
 _PATHS = ("all_gather", "all_reduce", "all_reduce_at", "all_to_all", "broadcast", "recv",
           "reduce_scatter", "send")
 _FORMED = ("all_reduce", "all_reduce_at")  # made by the form in force (.form)
+_PUBLIC = "public_all_reduce"  # the paths' key of the public face's function (public_all_reduce)
 _live: weakref.WeakSet[FastPaths] = weakref.WeakSet()
 _paused = 0
 _FILE = FastPaths.__init__.__code__.co_filename
@@ -389,8 +429,17 @@ def _live_paths() -> list[FastPaths]:
     return []
 
 
-def _owner(frame: Any) -> FastPaths | None:
-    """The FastPaths whose fast path ``frame`` runs, or None for any other frame.
+def _due_counts() -> tuple[int, ...]:
+    """Every live FastPaths' count of calls left to its next check, for the watchdog: a
+    collective fast path counts it down instead of marking the call (``CallState.progress``)."""
+    return tuple([fast.due[0] for fast in _live_paths()])
+
+
+STATE.counters.append(_due_counts)
+
+
+def _owner(frame: Any) -> tuple[FastPaths, Any] | None:
+    """The FastPaths and the path (function) that ``frame`` runs, or None for any other frame.
 
     All FastPaths share their functions' code, so the frame is matched by its free variables:
     a path's cells hold objects of its FastPaths alone (the bound mpi4py methods), and a frame
@@ -403,7 +452,7 @@ def _owner(frame: Any) -> FastPaths | None:
     for fast in _live_paths():
         for path in fast.paths.values():
             if getattr(path, "__code__", None) is code and _runs(path, local):
-                return fast
+                return fast, path
     return None
 
 
@@ -419,13 +468,18 @@ def _runs(path: Any, local: dict[str, Any]) -> bool:
 
 def _blocked_call(frame: Any) -> watchdog.BlockedCall | None:
     """The operation and group of a fast path's frame, for the watchdog's report."""
-    fast = _owner(frame)
-    if fast is None:
+    owner = _owner(frame)
+    if owner is None:
         return None
+    fast, path = owner
     name = frame.f_code.co_name
     local = frame.f_locals
     peer = local.get("src", local.get("dst")) if name in ("send", "recv") else None
-    return watchdog.BlockedCall(name, fast.comm, None, peer if isinstance(peer, int) else None)
+    public = fast.paths.get(_PUBLIC)
+    api = f"{public.__module__}.{public.__name__}" if public is not None and path is public \
+        else None
+    return watchdog.BlockedCall(name, fast.comm, None, peer if isinstance(peer, int) else None,
+                                api=api)
 
 
 # Each fast path calls MPI itself, so its own frame is the innermost while it blocks (the

@@ -64,18 +64,25 @@ def rows(n: int, dtype: str = "f4", salt: int = 0) -> numpy.ndarray:
     return rng.standard_normal((SIZE, n)).astype(dtype)
 
 
-def test_set_form_remakes_the_fast_paths(comm):
+def test_set_form_changes_the_fast_paths_form(comm):
     set_form("in_place")
     assert out_of_place_from() is None
-    in_place = comm.fast.all_reduce
+    path, at = comm.fast.all_reduce, comm.fast.all_reduce_at
+    assert comm.fast.limits.oop == 1 << 62
     set_form("out_of_place")
     assert out_of_place_from() == 0
-    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"] is not in_place
+    # The numpy path reads the form per call (the public face's function stays one
+    # function); the path of an address is remade.
+    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"] is path
+    assert comm.fast.limits.oop == 0 and comm.fast.limits.whole == -1
+    assert comm.fast.all_reduce_at is comm.fast.paths["all_reduce_at"] is not at
     with fast.paused():
-        set_form(THRESHOLD)  # paused: the paths stay off, and come back remade
-        assert comm.fast.all_reduce is fast.never
+        set_form(THRESHOLD)  # paused: the paths stay off, and come back in the new form
+        assert comm.fast.all_reduce is fast.never and comm.fast.limits.off
+        assert not dist.all_reduce(numpy.ones(2))  # the public function declines too
     assert out_of_place_from() == THRESHOLD
-    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"]
+    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"] is path
+    assert not comm.fast.limits.off and comm.fast.limits.oop == THRESHOLD
     with pytest.raises(ValueError, match="must be one of auto, in_place, out_of_place"):
         set_form("inplace")
     with pytest.raises(ValueError, match="at least 0 bytes, got -1"):
@@ -180,13 +187,15 @@ def raw_in_pieces(x: numpy.ndarray, piece: int = PIECE) -> numpy.ndarray:
     return out
 
 
-def test_set_pieces_remakes_the_fast_paths_and_refuses_nonsense(comm):
+def test_set_pieces_changes_the_fast_paths_form_and_refuses_nonsense(comm):
     set_pieces("off")
     assert pieces() is None
-    whole = comm.fast.all_reduce
+    path, at = comm.fast.all_reduce, comm.fast.all_reduce_at
     set_pieces(PIECE)
     assert pieces() == (PIECE, PIECE)
-    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"] is not whole
+    assert comm.fast.all_reduce is comm.fast.paths["all_reduce"] is path
+    assert (comm.fast.limits.above, comm.fast.limits.piece) == (PIECE, PIECE)
+    assert comm.fast.all_reduce_at is comm.fast.paths["all_reduce_at"] is not at
     for bad in (0, "on"):
         with pytest.raises(ValueError, match=r"at least 1 byte|auto, off or a size in bytes"):
             set_pieces(bad)

@@ -31,7 +31,7 @@ def _no_check_due() -> Any:
     (MPIFLOW_CHECK, .debug.sampled) must not take a call they expect fast. Every rank sets
     and restores its schedule alike, so the ranks stay in step."""
     due = world_comm.check_due
-    saved, due[0] = due[0], 1 << 62
+    saved, due[0] = due[0], 1 << 29
     yield
     due[0] = saved
 
@@ -41,9 +41,9 @@ def ranks_rows(n: int, dtype: str = "f4") -> numpy.ndarray:
     return numpy.stack([numpy.arange(n, dtype=dtype) + 100 * r for r in range(SIZE)])
 
 
-def test_valid_calls_take_the_fast_paths_and_step_the_watchdog_mark() -> None:
+def test_valid_calls_take_the_fast_paths_and_count_them_for_the_watchdog() -> None:
     dist.all_reduce(numpy.ones(1, "f4"))  # the general path learns that SUM of f4 is native
-    seq = STATE.seq
+    seq, due, progress = STATE.seq, FAST.due[0], STATE.progress()
     x = numpy.full(3, RANK + 1, dtype="f4")
     assert FAST.all_reduce(x, ReduceOp.SUM)
     assert_array_equal(x, numpy.full(3, SIZE * (SIZE + 1) / 2))
@@ -65,7 +65,9 @@ def test_valid_calls_take_the_fast_paths_and_step_the_watchdog_mark() -> None:
     a_out = numpy.empty_like(a_in)
     assert FAST.all_to_all(a_in, a_out)
     assert_array_equal(a_out, ranks_rows(2 * SIZE, "i4")[:, 2 * RANK:2 * RANK + 2].reshape(-1))
-    assert STATE.seq == (seq + 5) % 256
+    # Each counted itself down on the group's schedule, which is also the watchdog's mark of
+    # them (CallState.progress reads every live FastPaths' count): no mark of their own.
+    assert FAST.due[0] == due - 5 and STATE.seq == seq and STATE.progress() != progress
 
 
 def test_multi_dimensional_concatenated_shapes_are_fast() -> None:
@@ -200,3 +202,22 @@ def test_pause_nests_and_new_communicators_start_paused_inside() -> None:
     assert FAST.all_reduce(x, ReduceOp.SUM) and made.all_reduce(x, ReduceOp.SUM)
     with pytest.raises(RuntimeError, match="without a matching pause"):
         fast.resume()
+
+
+def test_a_communicator_that_never_checks_counts_again_when_its_count_runs_out() -> None:
+    # A plain communicator's count only bounds the fast paths' int (one machine digit, cheap
+    # to count down): the general path starts it again, and the fast paths go on.
+    mpi_comm = world_comm.mpi_comm.Dup()
+    comm = MPICommunicator(mpi_comm)
+    assert comm.never_due and comm.check_due[0] == fast.UNCHECKED < 1 << 30
+    x = numpy.ones(2)
+    comm.all_reduce(x)  # the general path learns that SUM of f8 is native
+    comm.check_due[0] = 3
+    assert comm.fast.all_reduce(x, ReduceOp.SUM) is True
+    assert comm.fast.all_reduce(x, ReduceOp.SUM) is True
+    assert comm.fast.all_reduce(x, ReduceOp.SUM) is False  # counted out: the general path's
+    comm.all_reduce(x)
+    assert comm.check_due[0] == fast.UNCHECKED
+    assert comm.fast.all_reduce(x, ReduceOp.SUM) is True
+    assert_array_equal(x, numpy.full(2, float(SIZE) ** 5))
+    mpi_comm.Free()

@@ -56,6 +56,24 @@ def test_a_rank_that_never_arrives_is_named_by_the_watchdog() -> None:
     assert "Abort(124)" in err or result.returncode == 124
 
 
+def test_fast_calls_that_each_wait_less_than_the_timeout_are_no_hang() -> None:
+    # Rank 0 waits 0.8 s in each of four fast-path all-reduces in a row (3.2 s in all, more
+    # than MPIFLOW_TIMEOUT): the fast paths mark nothing, their schedule's count is the
+    # watchdog's mark of each new call.
+    result = job(2, """
+        import sys, time, numpy, mpiflow.distributed as dist
+        x = numpy.zeros(1)
+        dist.all_reduce(x)  # the general path learns that SUM of f8 is native
+        for _ in range(4):
+            if dist.get_rank() == 1:
+                time.sleep(0.8)
+            dist.all_reduce(x)
+        sys.stdout.write(f"done {x[0]}\\n")  # one write: the ranks share stdout
+    """, MPIFLOW_TIMEOUT="2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["done", "0.0"] * 2, result.stdout
+
+
 def test_mismatched_collectives_without_debug_mode_are_reported_by_the_watchdog() -> None:
     result = job(2, """
         import numpy, mpiflow.distributed as dist

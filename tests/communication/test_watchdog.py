@@ -7,10 +7,12 @@ COMM_SELF or the same collectives on every rank.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -20,7 +22,7 @@ from mpi4py import MPI
 import mpiflow.distributed as dist
 from mpiflow import runtime as _runtime
 from mpiflow.communication import MPICommunicator
-from mpiflow.communication.fast import _PATHS, FastPaths
+from mpiflow.communication.fast import _live_paths
 from mpiflow.communication.mpi import communicator as mpi
 from mpiflow.communication.mpi.group import world_comm
 from mpiflow.communication.watchdog import monitor as watchdog
@@ -89,10 +91,19 @@ def test_the_watchdog_runs_with_the_default_timeout_under_the_suite() -> None:
 
 # -- the marks of blocking calls --------------------------------------------------------------
 
+def _dues() -> dict[int, int]:
+    return {id(fast): fast.due[0] for fast in _live_paths()}
+
+
 def _marks(call: Any) -> int:
-    before = STATE.seq
+    """The calls ``call()`` marked: the mark's steps, and the calls the collectives' fast paths
+    counted down (their count is their mark, ``CallState.progress``)."""
+    before, dues = STATE.seq, _dues()
+    progress = STATE.progress()
     call()
-    return (STATE.seq - before) % 256  # the marks cycle through 0..255
+    counted = sum(dues[key] - due for key, due in _dues().items() if key in dues)
+    assert (STATE.progress() != progress) == bool((STATE.seq - before) % 256 + counted)
+    return (STATE.seq - before) % 256 + counted  # the marks cycle through 0..255
 
 
 @pytest.mark.mpi
@@ -100,9 +111,9 @@ def test_every_blocking_call_marks_its_start() -> None:
     x = numpy.ones(3)
     PLAIN.all_reduce(x)
     assert _marks(lambda: PLAIN.all_reduce(x)) == 1  # the fast path
-    # A strided 1-D view: the fast path's attempt (refused by mpi4py) marks, then the general
-    # path marks its own call.
-    assert _marks(lambda: PLAIN.all_reduce(x[::2])) == 2
+    # A strided 1-D view: the fast path's attempt (refused by mpi4py) counts nothing in the
+    # end, and the general path marks its own call.
+    assert _marks(lambda: PLAIN.all_reduce(x[::2])) == 1
     assert _marks(lambda: PLAIN.broadcast(x, 0)) == 1
     assert _marks(lambda: PLAIN.barrier()) == 1
     assert _marks(lambda: PLAIN.all_gather_v(x, numpy.empty(3 * SIZE), [3] * SIZE)) == 1
@@ -183,35 +194,62 @@ def test_inside_a_call_the_innermost_frame_is_a_blocking_site_and_the_stack_name
     MPI.COMM_WORLD.Barrier()
 
 
+@contextlib.contextmanager
+def _probing(path: Any, name: str, probe: Any) -> Iterator[None]:
+    """Run ``probe(name)`` inside each call the fast path ``path`` makes of its bound mpi4py
+    method ``name`` (a free variable of the closure, swapped for the block)."""
+    cell = path.__closure__[path.__code__.co_freevars.index(name)]
+    method = cell.cell_contents
+
+    def spied(*args: Any) -> Any:
+        probe(name)
+        return method(*args)
+
+    cell.cell_contents = spied
+    try:
+        yield
+    finally:
+        cell.cell_contents = method
+
+
 @pytest.mark.mpi
-def test_the_public_entry_point_is_named() -> None:
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "checked"])
+def test_the_public_entry_point_is_named(fast: bool) -> None:
     seen: list[Any] = []
 
-    def probe(name: str) -> None:
+    def probe(name: str) -> None:  # called by the frame that calls MPI
         seen.append(describe_stack(sys._getframe(2)))
 
-    dist.all_reduce(numpy.ones(1))  # the next one takes the fast path
-    spy = FastPaths(_Spy(world_comm.mpi_comm, ("Allreduce", "Send", "Recv"), probe),  # type: ignore
-                    world_comm._native)
-    fast, saved = world_comm.fast, {name: getattr(world_comm.fast, name) for name in _PATHS}
+    dist.all_reduce(numpy.ones(1))  # the general path learns that SUM of f8 is native
+    due = world_comm.check_due
+    saved, due[0] = due[0], (1 << 20 if fast else 1)  # the fast path's call, or a checked one
+    real = world_comm.mpi_comm
     try:
-        for name in _PATHS:
-            setattr(fast, name, getattr(spy, name))
-        dist.all_reduce(numpy.ones(1))
-        if SIZE > 1:
-            peer = (RANK + 1) % SIZE
+        # mpiflow.distributed.all_reduce is the world's fast path itself (its frame is
+        # fast_all_reduce's): named as the public function whichever path ran the call.
+        with _probing(dist.all_reduce, "allreduce", probe):
+            if not fast:  # the general path calls the communicator's methods
+                world_comm.mpi_comm = _Spy(real, ("Allreduce",), probe)  # type: ignore
+            dist.all_reduce(numpy.ones(1))
+    finally:
+        world_comm.mpi_comm = real
+        if fast:
+            due[0] = saved
+    assert seen and all(call is not None and call["op"] == "all_reduce"
+                        and call["group"] == WORLD and call["api"] ==
+                        "mpiflow.communication.collectives.torch_api.all_reduce"
+                        for call in seen), seen
+    if SIZE > 1:
+        seen.clear()
+        peer = (RANK + 1) % SIZE
+        with _probing(world_comm.fast.send, "mpi_send", probe), \
+                _probing(world_comm.fast.recv, "mpi_recv", probe):
             if RANK % 2 == 0:
                 dist.send(numpy.ones(1), peer)
             dist.recv(numpy.ones(1), (RANK - 1) % SIZE)
             if RANK % 2:
                 dist.send(numpy.ones(1), peer)
-    finally:
-        for name, path in saved.items():
-            setattr(fast, name, path)
-    assert seen[0]["api"] == "mpiflow.communication.collectives.torch_api.all_reduce"
-    assert seen[0]["op"] == "all_reduce" and seen[0]["group"] == WORLD
-    if SIZE > 1:
-        by_op = {call["op"]: call for call in seen[1:]}
+        by_op = {call["op"]: call for call in seen}
         assert by_op["send"]["peer"] == (RANK + 1) % SIZE
         assert by_op["recv"]["peer"] == (RANK - 1) % SIZE
         assert by_op["recv"]["api"] == "mpiflow.communication.collectives.torch_api.recv"
@@ -326,6 +364,24 @@ def test_a_call_that_lasts_the_timeout_is_reported_and_progress_resets_the_clock
         assert dog.check(t + 201) is None
         assert dog.check(t + 205.9) is None
         assert dog.check(t + 206) == "timeout"
+    finally:
+        dog.stop()
+
+
+def test_a_count_the_calls_step_is_progress_too() -> None:
+    # The collectives' fast paths mark nothing: each counts its group's schedule down, and
+    # the watchdog reads those counts (fast._due_counts) beside the mark.
+    dog, inside = _dog()
+    count = [10]
+    dog.state.counters.append(lambda: count[0])
+    try:
+        t = dog.seen_at
+        _enter(dog, inside)
+        assert dog.check(t + 1) is None
+        count[0] -= 1  # the next call ran, on a fast path
+        assert dog.check(t + 5.5) is None  # the clock restarted
+        assert dog.check(t + 10.4) is None
+        assert dog.check(t + 10.5) == "timeout"
     finally:
         dog.stop()
 

@@ -16,7 +16,7 @@ or for ``async_op=True`` when the :class:`Work` completes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mpi4py import MPI
@@ -117,8 +117,8 @@ def _finish(work: Work | None, async_op: bool, post: Post | None) -> Work | None
     return None
 
 
-def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
-               async_op: bool = False) -> Work | None:
+def _all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group, in place on every rank.
 
     Args:
@@ -127,12 +127,13 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         group: the group, None for the world.
         async_op: return a :class:`Work` instead of blocking.
 
+    Returns:
+        None, or the :class:`Work` of an ``async_op`` call.
+
     Examples:
         >>> x = numpy.ones(3)
         >>> dist.all_reduce(x)        # x == world_size everywhere
     """
-    if group is None and not async_op and not _deterministic.on and _fast.all_reduce(tensor, op):
-        return None
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
         return _skipped(async_op)
@@ -145,6 +146,14 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
         deterministic.all_reduce(comm, buf, op)
         return _finish(Work() if async_op else None, async_op, post)
     return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
+
+
+# The world's plain numpy calls run in the fast path itself, every other call in
+# _all_reduce: one Python frame for the common call (FastPaths.public_all_reduce).
+all_reduce: Callable[..., Work | None] = _fast.public_all_reduce(_all_reduce, _deterministic,
+                                                                 ReduceOp.SUM)
+all_reduce.__name__ = all_reduce.__qualname__ = "all_reduce"
+all_reduce.__module__, all_reduce.__doc__ = __name__, _all_reduce.__doc__
 
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None,

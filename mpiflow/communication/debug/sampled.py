@@ -98,6 +98,7 @@ class SampledMPICommunicator(DebugMPICommunicator):
         self._checking = False
         if self.size > 1:  # one rank has nothing to compare: its fast paths stay on
             self.check_due[0] = 1
+            self.never_due = False
 
     def __repr__(self) -> str:
         return f"SampledMPICommunicator(rank={self.rank}, size={self.size})"

@@ -26,7 +26,7 @@ from mpi4py import MPI
 from ...core.completion import chain as _chain
 from ...core.message_size import MessageSizeError
 from ...core.reduce_op import ReduceOp, divide_in_place
-from ..fast import FastPaths, concurrent_use
+from ..fast import UNCHECKED, FastPaths, concurrent_use
 from ..form import all_reduce_formed, out_of_place_from, pieces
 from ..watchdog import monitor as watchdog
 from ..watchdog.failure import collective_failed
@@ -91,12 +91,16 @@ class MPICommunicator(Communicator):
         # The calls left until the next one whose arguments the ranks compare (a sampled
         # communicator's schedule, .debug.sampled; never for this class): shared with the
         # fast paths, which count the calls they run.
-        self.check_due = [1 << 62]
+        self.check_due = [UNCHECKED]
         self.fast = (FastPaths.disabled() if self.checks_every_call
                      else FastPaths(self.mpi_comm, self._native, self.check_due))
 
     checks_every_call = False
     """True for a communicator that must see every call (debug mode): no fast paths."""
+
+    never_due = True
+    """True for a communicator none of whose calls the ranks compare (``check_due`` is only
+    the fast paths' count then, which the general path starts again when it runs out)."""
 
     @property
     def array_module(self) -> Any:
@@ -186,9 +190,12 @@ class MPICommunicator(Communicator):
         """
         in_use = self.fast.in_use
         owner = in_use.owner
-        if collective and owner is not None and owner != get_ident():  # not a nested call
-            concurrent_use(in_use, self.mpi_comm, operation_of(start)[0])
-            owner = in_use.owner  # None again after a resync (.skew)
+        if collective:
+            if owner is not None and owner != get_ident():  # not a nested call
+                concurrent_use(in_use, self.mpi_comm, operation_of(start)[0])
+                owner = in_use.owner  # None again after a resync (.skew)
+            if (due := self.check_due)[0] <= 1 and self.never_due:
+                due[0] = UNCHECKED  # the fast paths counted UNCHECKED calls: they go on
         if async_op:
             try:
                 request = start()

@@ -156,12 +156,12 @@ class Watchdog:
         self.side = side
         self.state = state
         self.rank, self.size = rank, size
-        self.seen_seq, self.seen_at = state.seq, time.monotonic()
+        self.seen_seq, self.seen_at = state.progress(), time.monotonic()
         self.inside = self._threads_inside  # tests replace it
         self.was_inside = False
         self.exited: dict[int, dict[str, Any]] = {}
         self.deferred_until = 0.0
-        self.interrupt: tuple[int, float] | None = None
+        self.interrupt: tuple[tuple[Any, ...], float] | None = None
         self._sends: list[Any] = []
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -247,7 +247,7 @@ class Watchdog:
         """
         if self.side is not None:
             self._serve(now)
-        seq = self.state.seq
+        seq = self.state.progress()
         inside = self.inside()
         if seq != self.seen_seq or not (inside and self.was_inside):  # a call starts: the clock
             self.seen_seq, self.seen_at = seq, now
@@ -324,7 +324,7 @@ class Watchdog:
 
     def snapshot(self, now: float) -> dict[str, Any]:
         """This process's state, as the other ranks' watchdogs are told."""
-        seq = self.state.seq
+        seq = self.state.progress()
         inside = self.inside()
         main = threading.main_thread().ident
         frame = sys._current_frames().get(main) if main is not None else None

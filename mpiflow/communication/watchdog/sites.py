@@ -79,6 +79,9 @@ class BlockedCall(NamedTuple):
         size: the group's size, or None to ask ``comm``.
         peer: the peer of a point-to-point call, a rank of ``comm``; None otherwise.
         debug: whether the frame is debug mode's argument check before the operation.
+        api: the public function the frame runs, when it is one itself (a fast path made
+            with a public face's signature): the report names it rather than the frame's
+            module and function.
     """
 
     op: str
@@ -86,6 +89,7 @@ class BlockedCall(NamedTuple):
     size: int | None = None
     peer: int | None = None
     debug: bool = False
+    api: str | None = None
 
 
 FrameReader = Callable[[FrameType], BlockedCall | None]
@@ -273,7 +277,11 @@ def describe_stack(frame: Any) -> dict[str, Any] | None:
         while j + 1 < len(chain) and in_package(chain[j + 1]):
             j += 1
         api = chain[j]
-        call["api"] = f"{api.f_globals.get('__name__', '?')}.{api.f_code.co_name}"
+        # A fast path made with a public signature is the public function (its frame's
+        # module is the fast path's): its reader names it.
+        outer = found if j == i else read_frame(api)
+        call["api"] = outer.api if outer is not None and outer.api else \
+            f"{api.f_globals.get('__name__', '?')}.{api.f_code.co_name}"
         call["site"] = site_of(chain[j + 1]) if j + 1 < len(chain) else ""
         call["debug"] = bool(found.debug)
         return call

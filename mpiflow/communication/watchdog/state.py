@@ -31,6 +31,9 @@ class CallState:
             It is the bound ``rotate`` of a ring of the ints 0..255: one C call, no allocation,
             no clock (as cheap as the inline store it replaces, see the commit that made it).
         note: ``(operation, mpi4py communicator)`` of an open :func:`watched` block, or None.
+        counters: functions returning other counts that calls step instead of the mark (the
+            collectives' fast paths count their calls down on their group's schedule,
+            :mod:`..fast`, rather than pay for a mark too): :meth:`progress` includes them.
 
     Example:
         >>> state = CallState()
@@ -40,13 +43,14 @@ class CallState:
         2
     """
 
-    __slots__ = ("_ring", "mark", "note")
+    __slots__ = ("_ring", "counters", "mark", "note")
 
     def __init__(self) -> None:
         # rotate() moves the last item to the front: the front counts 0, 1, ..., 255, 0, ...
         self._ring: collections.deque[int] = collections.deque([0, *range(255, 0, -1)])
         self.mark: Callable[[], None] = self._ring.rotate
         self.note: tuple[str, Any] | None = None
+        self.counters: list[Callable[[], Any]] = []
 
     @property
     def seq(self) -> int:
@@ -54,6 +58,11 @@ class CallState:
         wrap is harmless: a false alarm would need exactly a multiple of 256 calls between
         every two samples for the whole timeout."""
         return self._ring[0]
+
+    def progress(self) -> tuple[Any, ...]:
+        """What changes whenever a blocking call starts: :attr:`seq` and the :attr:`counters`'
+        values. The watchdog's thread reads it; a call that marks nothing changes a counter."""
+        return (self._ring[0], *[count() for count in self.counters])
 
 
 STATE = CallState()
