@@ -15,6 +15,7 @@ from numpy.testing import assert_array_equal
 
 import mpiflow.distributed as dist
 from mpiflow.communication import MPICommunicator, ReduceOp, count_collectives, fast
+from mpiflow.communication.collectives import torch_api
 from mpiflow.communication.fast import FastPaths
 from mpiflow.communication.mpi.group import world_comm
 from mpiflow.communication.watchdog.monitor import STATE
@@ -162,6 +163,24 @@ def test_group_and_async_calls_skip_the_fast_paths() -> None:
     assert work is not None
     work.wait()
     assert_array_equal(x, numpy.full(2, SIZE * (SIZE - 1) / 2))
+
+
+def test_a_groups_plain_call_takes_the_groups_fast_path(monkeypatch: Any) -> None:
+    group = dist.new_group(list(range(SIZE)))
+    due = group.comm.check_due
+    due[0] = 1 << 29  # no sampled check
+    x = numpy.full(2, RANK, dtype="f8")
+    dist.all_reduce(x, group=group)  # the general path learns that SUM of f8 is native
+    staged: list[Any] = []
+    real = torch_api.reduce_arg
+    monkeypatch.setattr(torch_api, "reduce_arg", lambda *a, **k: staged.append(a) or real(*a, **k))
+    seq, left = STATE.seq, due[0]
+    dist.all_reduce(x, group=group)
+    # Straight to the group's fast path: no argument staging (the general path's 1 us)
+    assert not staged and (STATE.seq, due[0]) == (seq, left - 1)
+    assert_array_equal(x, numpy.full(2, SIZE * SIZE * (SIZE - 1) / 2))
+    dist.all_reduce(numpy.ones(4)[::2], group=group)  # strided: the general path stages it
+    assert len(staged) == 1
 
 
 def test_a_communicator_that_checks_every_call_has_no_fast_paths() -> None:

@@ -25,6 +25,7 @@ from ...core.array_module import array_module
 from ...core.deterministic import SWITCH as _deterministic
 from ...core.reduce_op import ReduceOp
 from ...core.torch_arrays import Post, chain
+from ..fast import FastPaths
 from ..mpi.communicator import MessageSizeError, check_tag, p2p_error
 from ..mpi.group import ProcessGroup, world_comm, world_group
 from ..mpi.interface import Communicator, Work
@@ -137,6 +138,9 @@ def _all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | 
     comm = world_comm if group is None else resolve_group(group).comm
     if comm is None:
         return _skipped(async_op)
+    if group is not None and not async_op and not _deterministic.on and \
+            getattr(comm, "fast", _NO_FAST).all_reduce(tensor, op):
+        return None  # a group's plain numpy call: its fast path (the world's is the caller)
     try:
         buf, post = reduce_arg(tensor, "tensor", op, write=True)
     except (ValueError, TypeError) as exc:
@@ -147,6 +151,8 @@ def _all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | 
         return _finish(Work() if async_op else None, async_op, post)
     return _finish(comm.all_reduce(buf, op, async_op), async_op, post)
 
+
+_NO_FAST = FastPaths.disabled()  # of a communicator that has none
 
 # The world's plain numpy calls run in the fast path itself, every other call in
 # _all_reduce: one Python frame for the common call (FastPaths.public_all_reduce).
