@@ -7,11 +7,15 @@ pieces of ``pieces[1]`` bytes (the cuts :func:`.form.all_reduce_formed` makes, s
 may take different paths in one call), and a buffer or piece of ``oop_from`` bytes or more is
 copied into a reused scratch buffer and reduced from there by MPI's out-of-place form. The
 loops stay in the paths themselves rather than calling ``all_reduce_formed``: the watchdog
-knows a fast path by its innermost frame. ``FastPaths`` remakes them when the form changes.
+knows a fast path by its innermost frame. The numpy path reads the form from a
+:class:`Limits` value that ``FastPaths`` changes in place (one function for the life of the
+group: ``mpiflow.distributed.all_reduce`` is the world's); the path of an address is remade.
 They follow the rules of the other fast paths (:mod:`.fast`): the fewest checks inline, True
-when they ran, False to send the call to the general path; a second thread inside a collective
-on the group is reported by ``conflict`` (``fast.concurrent_use``, passed in: this module is
-below it). The watchdog reads their frames as fast paths (``fast`` registers this file too).
+when they ran, False to send the call to the general path (the public form: None, and the
+general path's result); a second thread inside a collective on the group is reported by
+``conflict`` (``fast.concurrent_use``, passed in: this module is below it). The watchdog reads
+their frames as fast paths (``fast`` registers this file too), and their count of ``due`` as
+their mark.
 """
 
 from __future__ import annotations
