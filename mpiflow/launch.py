@@ -16,7 +16,8 @@ What it does:
    ``--map-by ppr:N:node/--host/--hostfile``), hosts that all name this machine started
    without ``ssh`` (Hydra ``-launcher fork``, Intel MPI ``-bootstrap fork``); Open MPI is told
    to oversubscribe when ``-n`` exceeds the cores here and gets its root variables when run as
-   root, Intel MPI ``I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0`` with ``--ppn``;
+   root, Intel MPI ``I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0`` with ``--ppn``, the MPICH wheel
+   ``MPIR_CVAR_CH4_NETMOD=ofi`` on several names of this machine (docs/hpc.md);
    ``--tag-output`` becomes ``-prepend-rank`` (Hydra) or ``--tag-output``/``--output tag``
    (Open MPI 4/5);
 4. sets ``OMP_NUM_THREADS`` to ``max(1, cores // n)`` unless it is already set, and leaves
@@ -192,6 +193,12 @@ class Placement:
         """Whether the job runs here alone (no hosts, or hosts that all name this machine)."""
         return (not self.hosts and not self.hostfile) or (
             not self.hostfile and all_local(self.hosts, self.this_host))
+
+    def simulates_nodes(self) -> bool:
+        """Whether the hosts are several names of this machine (a simulated multi-node job):
+        ``Placement(hosts=("localhost", "127.0.0.1")).simulates_nodes()`` is True."""
+        names = {h.rsplit(":", 1)[0] if h.count(":") == 1 else h for h in self.hosts}
+        return len(names) > 1 and self.on_this_machine()
 
 
 def build_command(launcher: Launcher, ranks: int, program: Sequence[str], *, cores: int,
@@ -510,8 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         placement = placement_of(args)
         program = _program(args, sys.executable)
         explicit = args.mpiexec or os.environ.get("MPIEXEC") or None
-        launcher = find_launcher(mpi_library_version(), explicit, os.environ,
-                                 family=args.family)
+        library_version = mpi_library_version()
+        launcher = find_launcher(library_version, explicit, os.environ, family=args.family)
     except LaunchError as error:
         print(f"mpiflow.launch: {error}", file=sys.stderr)
         return USAGE_STATUS
@@ -523,7 +530,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (the backend's hook, import mpiflow), not from the job this may run inside.
     env = fresh_job_env(os.environ)
     per_node = args.ppn if args.ppn is not None else args.ranks
-    changes = placement_env(launcher.family, env, ppn=args.ppn, as_root=as_root)
+    changes = placement_env(launcher.family, env, ppn=args.ppn, as_root=as_root,
+                            simulated_nodes=placement.simulates_nodes(),
+                            library_version=library_version)
     # the ranks that share this machine's cores (on a cluster: one node's, as many as here)
     threads = omp_threads(args.ranks if placement.on_this_machine() else per_node, cores, env)
     if threads is not None:

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from .launcher_env import launcher_values
 
 __all__ = ["FAMILIES", "LOCAL_HOSTS", "ROOT_VARIABLES", "SETTING_PREFIXES", "all_local",
-           "family_name", "job_launcher", "library_family", "mpi_settings", "open_mpi_major",
-           "placement_args", "placement_env"]
+           "family_name", "job_launcher", "library_family", "mpi_settings", "mpich_netmods",
+           "open_mpi_major", "placement_args", "placement_env"]
 
 FAMILIES = {"mpich": "MPICH (Hydra)", "intel": "Intel MPI (Hydra)", "openmpi": "Open MPI"}
 # Names every machine gives itself: a job on these hosts alone runs on this machine.
@@ -172,20 +172,39 @@ def placement_args(family: str, version: str, *, ranks: int = 0, ppn: int | None
     return args
 
 
+def mpich_netmods(library_version: str) -> tuple[str, ...]:
+    """The network modules an MPICH (ch4) library was built with, the default first.
+
+    Examples:
+        >>> mpich_netmods("MPICH Version:      5.0.2\\nMPICH Device:       ch4:ucx ofi\\n")
+        ('ucx', 'ofi')
+        >>> mpich_netmods("Open MPI v5.0.11")
+        ()
+    """
+    match = re.search(r"^MPICH Device:\s*ch4:(.*)$", library_version, re.M)
+    return tuple(match.group(1).replace(",", " ").split()) if match else ()
+
+
 def placement_env(family: str, environ: Mapping[str, str], *, ppn: int | None = None,
-                  as_root: bool = False) -> dict[str, str]:
+                  as_root: bool = False, simulated_nodes: bool = False,
+                  library_version: str = "") -> dict[str, str]:
     """The environment variables the family's launcher needs for a job; the user's kept.
 
     Open MPI run as root needs :data:`ROOT_VARIABLES` (its ranks and any ``mpirun`` they start
     inherit them, unlike ``--allow-run-as-root``). Intel MPI inside a Slurm or PBS job takes the
     scheduler's processes per node and ignores ``-ppn`` unless
-    ``I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0``.
+    ``I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0``. An MPICH built with UCX as its default network
+    module and libfabric beside it (the ``mpich`` wheel) gets ``MPIR_CVAR_CH4_NETMOD=ofi`` for
+    several "nodes" on this machine: UCX over the loopback leaves a small all-reduce waiting
+    forever now and then there (docs/hpc.md, "Several nodes on one machine").
 
     Args:
         family: "mpich", "intel" or "openmpi".
         environ: the current environment: a variable set there is never changed.
         ppn: the processes per node asked for, or None.
         as_root: the launcher runs as root.
+        simulated_nodes: the hosts are several names of this machine.
+        library_version: ``MPI.Get_library_version()`` (MPICH's network modules).
 
     Returns:
         The variables to add.
@@ -195,12 +214,18 @@ def placement_env(family: str, environ: Mapping[str, str], *, ppn: int | None = 
         {'I_MPI_JOB_RESPECT_PROCESS_PLACEMENT': '0'}
         >>> placement_env("openmpi", {"OMPI_ALLOW_RUN_AS_ROOT": "1"}, as_root=True)
         {'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
+        >>> placement_env("mpich", {}, ppn=2, simulated_nodes=True,
+        ...               library_version="MPICH Device:       ch4:ucx ofi")
+        {'MPIR_CVAR_CH4_NETMOD': 'ofi'}
     """
     wanted: dict[str, str] = {}
     if family == "openmpi" and as_root:
         wanted.update(ROOT_VARIABLES)
     if family == "intel" and ppn is not None:
         wanted["I_MPI_JOB_RESPECT_PROCESS_PLACEMENT"] = "0"
+    netmods = mpich_netmods(library_version)
+    if family == "mpich" and simulated_nodes and netmods[:1] == ("ucx",) and "ofi" in netmods:
+        wanted["MPIR_CVAR_CH4_NETMOD"] = "ofi"
     return {k: v for k, v in wanted.items() if k not in environ}
 
 

@@ -9,6 +9,7 @@ from mpiflow.core.mpi_settings import (
     job_launcher,
     library_family,
     mpi_settings,
+    mpich_netmods,
     placement_args,
     placement_env,
 )
@@ -58,6 +59,29 @@ def test_placement_env_keeps_the_users_values() -> None:
     assert placement_env("mpich", {}, ppn=2, as_root=True) == {}
     assert placement_env("intel", {}, ppn=None) == {}
     assert placement_env("intel", {"I_MPI_JOB_RESPECT_PROCESS_PLACEMENT": "1"}, ppn=2) == {}
+
+
+WHEEL = "MPICH Version:      5.0.2\nMPICH Device:       ch4:ucx ofi\nMPICH configure: ..."
+
+
+@pytest.mark.parametrize(("version", "netmods"), [
+    (WHEEL, ("ucx", "ofi")), ("MPICH Device:       ch4:ofi\n", ("ofi",)),
+    ("MPICH Device:       ch3:nemesis\n", ()), ("Open MPI v5.0.11", ()),
+])
+def test_mpich_netmods(version: str, netmods: tuple) -> None:
+    assert mpich_netmods(version) == netmods
+
+
+@pytest.mark.parametrize(("kwargs", "want"), [
+    ({"simulated_nodes": True, "library_version": WHEEL}, {"MPIR_CVAR_CH4_NETMOD": "ofi"}),
+    ({"simulated_nodes": False, "library_version": WHEEL}, {}),  # real nodes: UCX's network
+    ({"simulated_nodes": True, "library_version": "MPICH Device:  ch4:ofi\n"}, {}),
+    ({"simulated_nodes": True, "library_version": "MPICH Device:  ch4:ucx\n"}, {}),
+])
+def test_placement_env_gives_simulated_nodes_mpichs_ofi(kwargs: dict, want: dict) -> None:
+    assert placement_env("mpich", {}, ppn=2, **kwargs) == want
+    assert placement_env("mpich", {"MPIR_CVAR_CH4_NETMOD": "ucx"}, ppn=2, **kwargs) == {}
+    assert placement_env("intel", {}, **kwargs) == {}
 
 
 @pytest.mark.parametrize(("hosts", "this_host", "local"), [

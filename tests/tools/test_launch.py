@@ -15,6 +15,7 @@ import pytest
 from helpers import MPIEXEC, job_env
 from mpi4py import MPI
 
+from mpiflow.core.mpi_settings import mpich_netmods
 from mpiflow.launch import (
     Launcher,
     LaunchError,
@@ -84,6 +85,16 @@ PROGRAM = ["python", "x.py", "--flag"]
 
 SIMULATED = Placement(ppn=2, hosts=("localhost", "127.0.0.1"))
 CLUSTER = Placement(ppn=16, hosts=("n1", "n2"), this_host="login1")
+
+
+@pytest.mark.parametrize(("where", "simulated"), [
+    (SIMULATED, True), (CLUSTER, False), (Placement(hosts=("localhost",)), False),
+    (Placement(hosts=("localhost:2", "localhost:2")), False), (Placement(), False),
+    (Placement(hosts=("vm", "127.0.0.1"), this_host="vm"), True),
+])
+def test_simulated_nodes_are_several_names_of_this_machine(where: Placement,
+                                                           simulated: bool) -> None:
+    assert where.simulates_nodes() is simulated
 
 
 @pytest.mark.parametrize(("launcher", "ranks", "cores", "tag", "where", "want"), [
@@ -302,6 +313,17 @@ def test_dry_run_translates_ppn_and_hosts_for_the_library() -> None:
         f"{os.path.abspath(MPIEXEC)} -n 4 {flags} {sys.executable} examples/hello.py")
     if FAMILY == "intel":
         assert "I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0" in done.stdout
+    # the mpich wheel (UCX first, libfabric beside it) talks between these "nodes" over ofi
+    netmods = mpich_netmods(LIBRARY)
+    wheel_like = FAMILY == "mpich" and netmods[:1] == ("ucx",) and "ofi" in netmods
+    told = "MPIR_CVAR_CH4_NETMOD" in job_env()
+    assert ("MPIR_CVAR_CH4_NETMOD=ofi" in done.stdout) is (wheel_like and not told), done.stdout
+    if wheel_like:
+        kept = launch("-n", "4", "--ppn", "2", "--hosts", "localhost,127.0.0.1", "--dry-run",
+                      "examples/hello.py", env={"MPIR_CVAR_CH4_NETMOD": "ucx"})
+        assert "MPIR_CVAR_CH4_NETMOD" not in kept.stdout  # the user's choice stands
+        one = launch("-n", "4", "--dry-run", "examples/hello.py")
+        assert "MPIR_CVAR_CH4_NETMOD" not in one.stdout  # one node: shared memory alone
 
 
 def test_dry_run_passes_a_hostfile(tmp_path: pathlib.Path) -> None:
