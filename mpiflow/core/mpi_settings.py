@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from .launcher_env import launcher_values
 
 __all__ = ["FAMILIES", "LOCAL_HOSTS", "ROOT_VARIABLES", "SETTING_PREFIXES", "all_local",
-           "family_name", "job_launcher", "library_family", "mpi_settings", "mpich_netmods",
-           "open_mpi_major", "placement_args", "placement_env"]
+           "family_name", "host_name", "job_launcher", "library_family", "mpi_settings",
+           "mpich_netmods", "open_mpi_major", "placement_args", "placement_env"]
 
 FAMILIES = {"mpich": "MPICH (Hydra)", "intel": "Intel MPI (Hydra)", "openmpi": "Open MPI"}
 # Names every machine gives itself: a job on these hosts alone runs on this machine.
@@ -87,6 +87,16 @@ def open_mpi_major(version: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def host_name(host: str) -> str:
+    """A host entry's name: ``name:slots`` without its slots (an IPv6 address stays whole).
+
+    Examples:
+        >>> host_name("node1:16"), host_name("::1")
+        ('node1', '::1')
+    """
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def all_local(hosts: Sequence[str], this_host: str = "") -> bool:
     """Whether every host names this machine (``localhost``, ``127.x.y.z`` or its own name).
 
@@ -95,7 +105,7 @@ def all_local(hosts: Sequence[str], this_host: str = "") -> bool:
         (True, False)
     """
     def local(host: str) -> bool:
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name = host_name(host)
         return (name in LOCAL_HOSTS or name.startswith("127.")
                 or (bool(this_host) and name.split(".")[0] == this_host.split(".")[0]))
     return bool(hosts) and all(local(h) for h in hosts)
