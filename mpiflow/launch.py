@@ -23,8 +23,9 @@ What it does:
 4. sets ``OMP_NUM_THREADS`` to ``max(1, cores // n)`` unless it is already set, and leaves
    out torchrun's variables that mpiflow set in this process (when it runs inside a job):
    the ranks get theirs from their own launcher, as under a plain ``mpiexec``;
-5. runs the job in its own process group, forwards SIGINT/SIGTERM (and SIGHUP) to that group,
-   stops it after ``--timeout`` seconds (exit status 124), and exits with the job's status.
+5. runs the job in its own process group (:func:`mpiflow.core.job.run`), forwards
+   SIGINT/SIGTERM (and SIGHUP) to that group, stops it after ``--timeout`` seconds (exit
+   status 124), and exits with the job's status.
 
 The launcher process itself never starts MPI (``mpiflow/__init__`` runs it before anything
 does: :func:`started_as_launcher`): only the job's processes are MPI processes.
@@ -42,24 +43,22 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import FrameType
 
 from .core.extras import install_hint
+from .core.job import run
 from .core.launcher_env import fresh_job_env
 from .core.mpi_settings import (
     all_local,
     family_name,
+    host_name,
     library_family,
     open_mpi_major,
     placement_args,
@@ -79,9 +78,7 @@ __all__ = [
     "usable_cores",
 ]
 
-TIMEOUT_STATUS = 124
 USAGE_STATUS = 2
-GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when stopping a job
 
 
 class LaunchError(RuntimeError):
@@ -197,7 +194,7 @@ class Placement:
     def simulates_nodes(self) -> bool:
         """Whether the hosts are several names of this machine (a simulated multi-node job):
         ``Placement(hosts=("localhost", "127.0.0.1")).simulates_nodes()`` is True."""
-        names = {h.rsplit(":", 1)[0] if h.count(":") == 1 else h for h in self.hosts}
+        names = {host_name(h) for h in self.hosts}
         return len(names) > 1 and self.on_this_machine()
 
 
@@ -388,103 +385,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.args and args.args[0] == "--":
         args.args = args.args[1:]
     return args
-
-
-def _descendants(pid: int) -> list[int]:
-    """The processes descended from ``pid``, from ``/proc`` (empty where there is none)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-class _Job:
-    """A running launcher process group, with signal forwarding and a deadline."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True)
-        self.interrupts = 0
-
-    def signal_group(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
-
-    def kill_tree(self) -> None:
-        """SIGKILL the launcher's group and every process it started (Hydra puts its proxies
-        and ranks in sessions of their own, so the group alone would miss them)."""
-        for pid in _descendants(self.proc.pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        self.signal_group(signal.SIGKILL)
-
-    def forward(self, signum: int, frame: FrameType | None) -> None:
-        """Pass a signal on to the job (mpiexec stops its ranks); a third Ctrl-C kills all."""
-        self.interrupts += signum == signal.SIGINT
-        if self.interrupts > 2:
-            self.kill_tree()
-        else:
-            self.signal_group(signum)
-
-    def stop(self) -> None:
-        """SIGTERM the job, then SIGKILL what is left of it after a grace period."""
-        self.signal_group(signal.SIGTERM)
-        try:
-            self.proc.wait(GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.kill_tree()
-            self.proc.wait()
-
-    def wait(self, timeout: float | None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                print(f"mpiflow.launch: the job ran past --timeout {timeout:g} s; stopping it",
-                      file=sys.stderr, flush=True)
-                self.stop()
-                return TIMEOUT_STATUS
-            try:
-                code = self.proc.wait(left)
-            except subprocess.TimeoutExpired:
-                continue
-            return 128 - code if code < 0 else code
-
-
-def run(cmd: list[str], env: dict[str, str], timeout: float | None) -> int:
-    """Run ``cmd`` in its own process group, forwarding signals; return its exit status.
-
-    Args:
-        cmd: the command line.
-        env: its environment.
-        timeout: seconds before the group is stopped (status 124); None waits forever.
-
-    Returns:
-        The exit status: the command's, 124 after the timeout, 128 + N after signal N.
-    """
-    job = _Job(cmd, env)
-    forwarded = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-    previous = {sig: signal.signal(sig, job.forward) for sig in forwarded}
-    try:
-        return job.wait(timeout)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def placement_of(args: argparse.Namespace) -> Placement:
