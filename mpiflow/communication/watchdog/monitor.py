@@ -275,16 +275,23 @@ class Watchdog:
 
     def _skipped_by(self, now: float, grace: float) -> dict[int, str]:
         """The members of the group this rank waits on that announced, ``grace`` s ago or
-        more, a call on it that they raised in before taking part (:func:`announce_skip`)."""
+        more, a call on it that they raised in before taking part (:func:`announce_skip`).
+
+        Not those of a call this rank has finished since (the notice came more than
+        ``min(timeout, EXIT_GRACE)`` s before this call began: a root went on) nor of one it
+        raised in too: such notices once made a healthy wait, minutes later, abort the job."""
         call = self._current_call()
         group = call.get("group") if call is not None else None
         if group is None:
             return {}
+        group = tuple(group)
+        since = self.seen_at - min(self.timeout, EXIT_GRACE)
         with _skip_lock:
             return {src: f"{n['op']} raised {n['error']}" for src, notices in _skips.items()
                     for n in notices
-                    if src in group and tuple(n["group"]) == tuple(group)
-                    and now - n["seen"] >= grace}
+                    if src in group and tuple(n["group"]) == group
+                    and since <= n["seen"] <= now - grace
+                    and (group, n["count"]) not in _own_skips}
 
     def _threads_inside(self) -> bool:
         """Whether some thread (not this one) is blocked in a call, or a watched block runs."""
@@ -428,6 +435,7 @@ class Watchdog:
 # until every other member announced the same (they all raised: in step), and the watchdog of
 # a member that ran the call and then waits on the group reports it (.skew).
 _skips: dict[int, list[dict[str, Any]]] = {}  # source rank -> its notices not yet consumed
+_own_skips: set[tuple[tuple[int, ...], int]] = set()  # (group, count) this rank announced
 _skip_lock = threading.Lock()
 _skip_sends: list[Any] = []
 
@@ -448,6 +456,8 @@ def announce_skip(group: tuple[int, ...], count: int, op: str, error: str) -> bo
     for r in group:
         if r != dog.rank:
             _skip_sends.append(dog.side.isend(notice, dest=r, tag=_TAG_SKIP))
+    with _skip_lock:
+        _own_skips.add((tuple(group), count))
     return True
 
 
@@ -480,6 +490,7 @@ def await_skips(group: tuple[int, ...], count: int, timeout: float) -> list[int]
                     _skips[r] = [n for n in _skips[r] if not matches(n)]
                     if not _skips[r]:
                         del _skips[r]
+                _own_skips.discard((tuple(group), count))
                 return []
         if time.monotonic() >= deadline or any(r in dog.exited for r in missing):
             return missing
