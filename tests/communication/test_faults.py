@@ -7,6 +7,7 @@ on stderr. They start their own jobs, so they run in the 1-rank session only.
 
 from __future__ import annotations
 
+import pathlib
 import re
 import signal
 import subprocess
@@ -625,6 +626,32 @@ def test_a_settled_skip_never_explains_a_later_healthy_wait(who: str, pause: flo
     assert sorted(result.stdout.split("\n")[:-1]) == ["done 0", "done 1", "done 2"], \
         result.stdout
     assert "out of step" not in result.stderr, result.stderr
+
+
+def test_a_report_made_inside_a_pytest_test_reaches_the_terminal(tmp_path) -> None:
+    # pytest's default capture (fd) swallowed what an aborting rank wrote to its fd 2: a run
+    # of the whole suite ended "status 1" with no word. The project's pytest settings
+    # (pyproject.toml, --capture=sys) keep it; run under them here.
+    (tmp_path / "test_waits.py").write_text(textwrap.dedent("""
+        import time, pytest, mpiflow.distributed as dist
+
+        @pytest.mark.mpi
+        def test_rank_0_is_late():
+            if dist.get_rank() == 0:
+                time.sleep(8)
+            dist.barrier()
+    """))
+    settings = pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml"
+    result = job(2, f"""
+        import sys, pytest
+        sys.exit(pytest.main(["-q", "-c", {str(settings)!r}, "--rootdir", {str(tmp_path)!r},
+                              "--with-mpi", {str(tmp_path / "test_waits.py")!r}]))
+    """)
+    assert result.returncode != 0, result.stdout
+    assert result.seconds < 25
+    out = result.stdout + result.stderr
+    assert "mpiflow watchdog: barrier on the world (ranks 0..1) has not completed" in out, out
+    assert "not arrived: rank 0" in out, out
 
 
 def test_without_debug_mode_a_bad_argument_on_every_rank_keeps_the_ranks_in_step() -> None:
